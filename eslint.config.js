@@ -1,0 +1,32 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import regexp from 'eslint-plugin-regexp';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  regexp.configs['flat/recommended'],
+  {
+    rules: {
+      // Linear-time parsing is a security property: no regular expression may backtrack
+      // super-linearly on hostile input.
+      'regexp/no-super-linear-backtracking': 'error',
+      'regexp/no-super-linear-move': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // Only adapters, the CLI and tests touch node's I/O modules (DESIGN.md section 1).
+    files: ['src/**/*.ts'],
+    ignores: ['src/adapters/**', 'src/cli/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ['node:net', 'node:tls', 'node:dns', 'node:dgram', 'node:fs', 'node:http', 'node:https', 'net', 'tls', 'dns', 'dgram', 'fs', 'http', 'https'],
+        },
+      ],
+    },
+  },
+);

@@ -1,0 +1,118 @@
+import { parseDomain } from './domain.js';
+import { failure, type ParseFailure } from './errors.js';
+import { parseLocalPart } from './local-part.js';
+import { resolveParseOptions, type ParseOptions, type ProfileName } from './options.js';
+import { utf8Length } from './unicode.js';
+
+/**
+ * Inputs longer than this many UTF-16 units are refused before scanning. No address can be
+ * longer than 254 octets; the margin leaves room for decomposed Unicode that NFC shortens.
+ */
+export const MAX_INPUT_LENGTH = 1024;
+/** RFC 5321 4.5.3.1.3: a path of 256 octets, less the angle brackets. */
+export const MAX_ADDRESS_OCTETS = 254;
+
+/** A successfully parsed address: the one canonical form that everything downstream uses. */
+export interface ParsedAddress {
+  readonly ok: true;
+  readonly input: string;
+  /** NFC local part, case preserved (RFC 5321 2.4: only the receiving host may fold it). */
+  readonly local: string;
+  /** Lowercase Unicode domain (U-labels), or the bracketed literal. */
+  readonly domain: string;
+  /** Lowercase A-label domain, for DNS and SMTP. */
+  readonly asciiDomain: string;
+  /** `local@domain`, the normalized address. */
+  readonly address: string;
+  /** `local@asciiDomain` when the local part is ASCII, else null (it needs SMTPUTF8). */
+  readonly asciiAddress: string | null;
+  /** Delivery needs the SMTPUTF8 extension (RFC 6531): the local part is not ASCII. */
+  readonly smtpUtf8: boolean;
+  /** The domain is an address literal (`[192.0.2.1]`). */
+  readonly domainLiteral: boolean;
+  /** A label mixes scripts like a homograph attack: not an error, a risk factor. */
+  readonly confusable: boolean;
+}
+
+export type ParseResult = ParsedAddress | ParseFailure;
+
+export interface ParseAddressOptions extends ParseOptions {
+  /** `default` (python-email-validator's policy) or `rfc` (the full RFC grammar). */
+  readonly profile?: ProfileName;
+}
+
+/**
+ * Parses and normalizes one email address without any I/O. Never throws for a string: every
+ * problem is a `ParseFailure` with a stable `code`. Linear in the input's length, and inputs
+ * over 1,024 UTF-16 units are refused at once.
+ *
+ * @example
+ * const parsed = parseAddress('Jöhn.Doe@Bücher.DE');
+ * if (parsed.ok) parsed.asciiAddress; // null: the local part needs SMTPUTF8
+ * else parsed.code; // e.g. 'consecutive_dots'
+ */
+export function parseAddress(input: string, options?: ParseAddressOptions): ParseResult {
+  if (typeof input !== 'string') {
+    throw new TypeError(`parseAddress expects a string, got ${describeType(input)}`);
+  }
+  const rules = resolveParseOptions(options);
+  if (input.length === 0) return failure(input, 'empty', 'The email address is empty.');
+  if (input.length > MAX_INPUT_LENGTH) {
+    return failure(input, 'too_long', `The email address is too long (at most ${MAX_ADDRESS_OCTETS} octets).`);
+  }
+
+  const at = input.lastIndexOf('@');
+  if (at < 0) return noAtSign(input);
+  const first = input.charCodeAt(0);
+  const last = input.charCodeAt(input.length - 1);
+  if (first === 0x3c /* < */ || last === 0x3e /* > */) {
+    return failure(input, 'display_name_not_allowed', 'A display name and angle brackets around the email address are not allowed.');
+  }
+
+  const local = parseLocalPart(input.slice(0, at), rules);
+  if (!local.ok) return failure(input, local.code, local.message);
+  const domain = parseDomain(input.slice(at + 1), rules);
+  if (!domain.ok) return failure(input, domain.code, domain.message);
+
+  const address = `${local.local}@${domain.unicode}`;
+  const asciiAddress = local.ascii ? `${local.local}@${domain.ascii}` : null;
+  // Every form must fit: the Unicode one travels with SMTPUTF8, the ASCII one without, and
+  // the one as written (before NFC) is what the sender's own software will try to use.
+  const simple = local.ascii && domain.unicode === domain.ascii;
+  const octets = simple
+    ? Math.max(address.length, input.length)
+    : Math.max(
+        utf8Length(address),
+        utf8Length(local.local) + 1 + domain.ascii.length,
+        utf8Length(input),
+      );
+  if (octets > MAX_ADDRESS_OCTETS) {
+    return failure(input, 'too_long', `The email address is ${octets - MAX_ADDRESS_OCTETS} octets too long (at most ${MAX_ADDRESS_OCTETS}).`);
+  }
+  return {
+    ok: true,
+    input,
+    local: local.local,
+    domain: domain.unicode,
+    asciiDomain: domain.ascii,
+    address,
+    asciiAddress,
+    smtpUtf8: !local.ascii,
+    domainLiteral: domain.literal,
+    confusable: local.confusable || domain.confusable,
+  };
+}
+
+function noAtSign(input: string): ParseFailure {
+  // Look-alikes a phone keyboard or a copy from a PDF may have produced.
+  if (input.includes('\uff20') || input.includes('\ufe6b')) {
+    return failure(input, 'no_at_sign', 'The email address has a look-alike character (＠ or ﹫) instead of a regular @-sign.');
+  }
+  return failure(input, 'no_at_sign', 'An email address must have an @-sign.');
+}
+
+export function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value;
+}
