@@ -132,8 +132,12 @@ export function isMixedScript(label: string): boolean {
   if (isAscii(label)) return false;
   const scripts = new Set<string>();
   for (const char of label) {
-    if (char.charCodeAt(0) < 0x80) {
-      if (/[a-z]/i.test(char)) scripts.add('Latin');
+    const code = char.charCodeAt(0);
+    // Latin-1 Supplement and Latin Extended-A/B hold only Latin letters (and a few symbols,
+    // which a domain cannot contain): skip the script tables for the commonest accents.
+    if (code < 0x250) {
+      if ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) scripts.add('Latin');
+      else if (code >= 0xc0) scripts.add('Latin');
       continue;
     }
     if (SCRIPT.test(char)) {

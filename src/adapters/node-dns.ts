@@ -1,0 +1,118 @@
+import { Resolver } from 'node:dns/promises';
+import type { Dns, DnsFailureCode, MxAnswer, MxHost } from '../ports/dns.js';
+
+/** Default deadline of one MX lookup, implicit-MX fallback included. */
+export const DNS_DEADLINE_MS = 5_000;
+
+export interface NodeDnsOptions {
+  /** Name servers as `ip` or `ip:port` (`[v6]:port`); default: the system's. */
+  readonly servers?: readonly string[];
+  /** Deadline of one lookup, enforced by our own timer: c-ares' timeout is per try. */
+  readonly timeoutMs?: number;
+  /** Tries per query inside the deadline. */
+  readonly tries?: number;
+}
+
+/**
+ * The Dns port on Node's c-ares resolver. Every lookup ends by its deadline with an answer:
+ * NXDOMAIN, no data and timeouts are answers, not exceptions.
+ */
+export function createNodeDns(options: NodeDnsOptions = {}): Dns {
+  const deadlineMs = options.timeoutMs ?? DNS_DEADLINE_MS;
+  const tries = options.tries ?? 2;
+  // c-ares retries with doubling timeouts; give each try its share of the deadline so the
+  // resolver itself gives up close to when our timer does and leaves no query behind.
+  const resolver = new Resolver({ timeout: Math.max(1, Math.floor(deadlineMs / (2 ** tries - 1))), tries });
+  if (options.servers !== undefined && options.servers.length > 0) {
+    resolver.setServers([...options.servers]);
+  }
+  return {
+    mx(domain, signal) {
+      return withDeadline(lookupMx(resolver, domain), deadlineMs, signal);
+    },
+  };
+}
+
+async function lookupMx(resolver: Resolver, domain: string): Promise<MxAnswer> {
+  let records: { exchange: string; priority: number }[];
+  try {
+    records = await resolver.resolveMx(domain);
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === 'ENODATA') return implicitMx(resolver, domain);
+    return failureAnswer(code);
+  }
+  if (records.length === 0) return implicitMx(resolver, domain);
+  // RFC 7505: one MX with the root as exchange (c-ares gives '') is the null MX.
+  if (records.some((r) => r.exchange === '' || r.exchange === '.')) {
+    return records.length === 1 ? { kind: 'null_mx' } : { kind: 'records', hosts: sortHosts(records.filter((r) => r.exchange !== '' && r.exchange !== '.')) };
+  }
+  return { kind: 'records', hosts: sortHosts(records) };
+}
+
+function sortHosts(records: readonly { exchange: string; priority: number }[]): MxHost[] {
+  return records
+    .map((r) => ({ exchange: r.exchange.toLowerCase().replace(/\.$/, ''), priority: r.priority }))
+    .sort((a, b) => a.priority - b.priority || (a.exchange < b.exchange ? -1 : a.exchange > b.exchange ? 1 : 0));
+}
+
+/** RFC 5321 5.1: with no MX records, the domain's own A/AAAA records take the mail. */
+async function implicitMx(resolver: Resolver, domain: string): Promise<MxAnswer> {
+  const [v4, v6] = await Promise.allSettled([resolver.resolve4(domain), resolver.resolve6(domain)]);
+  if ((v4.status === 'fulfilled' && v4.value.length > 0) || (v6.status === 'fulfilled' && v6.value.length > 0)) {
+    return { kind: 'implicit', host: domain };
+  }
+  const codes = [v4, v6].map((r) => (r.status === 'rejected' ? errorCode(r.reason) : 'ENODATA'));
+  if (codes.every((c) => c === 'ENODATA' || c === 'ENOTFOUND')) {
+    return codes.includes('ENOTFOUND') && codes.every((c) => c === 'ENOTFOUND') ? { kind: 'nxdomain' } : { kind: 'no_records' };
+  }
+  return failureAnswer(codes.find((c) => c !== 'ENODATA' && c !== 'ENOTFOUND') ?? 'ESERVFAIL');
+}
+
+function failureAnswer(code: string): MxAnswer {
+  if (code === 'ENOTFOUND') return { kind: 'nxdomain' };
+  return { kind: 'failure', code: FAILURE_CODES[code] ?? 'error' };
+}
+
+const FAILURE_CODES: Readonly<Record<string, DnsFailureCode>> = {
+  ETIMEOUT: 'timeout',
+  ECANCELLED: 'timeout',
+  ESERVFAIL: 'servfail',
+  EREFUSED: 'refused',
+  ECONNREFUSED: 'refused',
+};
+
+function errorCode(error: unknown): string {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'EUNKNOWN';
+}
+
+/** Races a lookup against our own timer and the caller's signal. */
+function withDeadline(lookup: Promise<MxAnswer>, deadlineMs: number, signal?: AbortSignal): Promise<MxAnswer> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve({ kind: 'failure', code: 'timeout' });
+    }, deadlineMs);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    lookup.then(
+      (answer) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(answer);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}

@@ -1,0 +1,101 @@
+import type { ParsedAddress, ParseResult } from '../address/parse.js';
+import type { Dns, MxHost } from '../ports/dns.js';
+
+/** Every check the engine knows, by name. */
+export type CheckName =
+  | 'syntax'
+  | 'domain'
+  | 'mx'
+  | 'disposable'
+  | 'role'
+  | 'free_provider'
+  | 'no_reply'
+  | 'smtp'
+  | 'catch_all';
+
+/**
+ * pass: nothing found. fail: the address cannot receive mail. risky: a risk factor was found.
+ * unknown: the check could not complete (never evidence against the address). skipped: the
+ * check did not apply (offline DNS, an earlier failure).
+ */
+export type FindingStatus = 'pass' | 'fail' | 'risky' | 'unknown' | 'skipped';
+
+/** Risk factors a verdict may carry. A closed set: users filter on them. */
+export type RiskFactor =
+  | 'disposable'
+  | 'role'
+  | 'free'
+  | 'no_reply'
+  | 'confusable'
+  | 'no_mx'
+  | 'null_mx'
+  | 'catch_all'
+  | 'mailbox_full'
+  | 'smtp_rejected'
+  | 'greylisted'
+  | 'dns_unavailable';
+
+/** What one checker found: a status, a snake_case code and the factor it raises, if any. */
+export interface Finding {
+  readonly check: CheckName;
+  readonly status: FindingStatus;
+  readonly code: string;
+  readonly factor?: RiskFactor;
+}
+
+/** Facts about the mail route, gathered by the mx check. */
+export interface MxFacts {
+  readonly hosts: readonly MxHost[];
+  readonly implicit: boolean;
+}
+
+/** What the checks of one verification share: the canonical parse and what was learned. */
+export interface Facts {
+  readonly input: string;
+  readonly parsed: ParseResult;
+  mx?: MxFacts;
+}
+
+/** Facts once syntax has passed: the only kind that later checks see. */
+export interface AddressFacts extends Facts {
+  readonly parsed: ParsedAddress;
+}
+
+/** The ports a checker may use. Only I/O checkers touch them. */
+export interface CheckPorts {
+  readonly dns: Dns;
+}
+
+export type CheckResult = Finding | Promise<Finding>;
+
+/**
+ * A checker: a name and a run function. It never throws for anything about the address:
+ * expected failures are findings. It returns a promise only when it does I/O, so an offline
+ * pipeline stays synchronous.
+ */
+export interface Checker {
+  readonly name: CheckName;
+  run(facts: AddressFacts, ports: CheckPorts, signal?: AbortSignal): CheckResult;
+}
+
+export function pass(check: CheckName, code = 'ok'): Finding {
+  return { check, status: 'pass', code };
+}
+
+export function fail(check: CheckName, code: string, factor?: RiskFactor): Finding {
+  return factor === undefined ? { check, status: 'fail', code } : { check, status: 'fail', code, factor };
+}
+
+export function risky(check: CheckName, code: string, factor: RiskFactor): Finding {
+  return { check, status: 'risky', code, factor };
+}
+
+export function unknown(check: CheckName, code: string, factor?: RiskFactor): Finding {
+  return factor === undefined
+    ? { check, status: 'unknown', code }
+    : { check, status: 'unknown', code, factor };
+}
+
+export function skipped(check: CheckName, code: string): Finding {
+  return { check, status: 'skipped', code };
+}

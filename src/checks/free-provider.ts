@@ -1,0 +1,15 @@
+import { DEFAULT_FREE_PROVIDERS } from '../data/lists.js';
+import { pass, risky, type Checker } from './checker.js';
+import type { DomainSet } from './domain-set.js';
+
+/** Flags mailboxes at free providers (gmail.com, outlook.com, ...): personal, not business. */
+export function freeProvider(list: DomainSet = DEFAULT_FREE_PROVIDERS): Checker {
+  return {
+    name: 'free_provider',
+    run({ parsed }) {
+      return list.has(parsed.asciiDomain)
+        ? risky('free_provider', 'free_provider', 'free')
+        : pass('free_provider');
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import type { Checker } from '../checks/checker.js';
+import { disposable } from '../checks/disposable.js';
+import { domain } from '../checks/domain.js';
+import { freeProvider } from '../checks/free-provider.js';
+import { mx } from '../checks/mx.js';
+import { noReply } from '../checks/no-reply.js';
+import { role } from '../checks/role.js';
+
+export type MethodName = 'quick' | 'standard' | 'smtp';
+
+export const METHOD_NAMES: readonly MethodName[] = ['quick', 'standard', 'smtp'];
+
+/** A method is data: the checkers it runs, after syntax, in order, and what it costs. */
+export interface Method {
+  readonly name: MethodName;
+  /** Credits one verification costs. */
+  readonly cost: number;
+  readonly checkers: readonly Checker[];
+}
+
+/** Which checkers a method runs; each is built once per engine with its data injected. */
+export interface CheckerSet {
+  readonly domain: Checker;
+  readonly mx: Checker;
+  readonly disposable: Checker;
+  readonly role: Checker;
+  readonly freeProvider: Checker;
+  readonly noReply: Checker;
+  /** Added by the smtp method; absent until an SMTP prober is configured. */
+  readonly smtp?: readonly Checker[];
+}
+
+export function defaultCheckers(): CheckerSet {
+  return {
+    domain: domain(),
+    mx: mx(),
+    disposable: disposable(),
+    role: role(),
+    freeProvider: freeProvider(),
+    noReply: noReply(),
+  };
+}
+
+/**
+ * The method table of DESIGN 2.3. The offline checks of each method run before its DNS
+ * lookup, so a failed TLD costs no query; standard's list checks add no I/O.
+ */
+export function buildMethods(checkers: CheckerSet): Readonly<Record<MethodName, Method>> {
+  const quick = [checkers.domain, checkers.disposable, checkers.mx];
+  const standard = [...quick, checkers.role, checkers.freeProvider, checkers.noReply];
+  return {
+    quick: { name: 'quick', cost: 1, checkers: quick },
+    standard: { name: 'standard', cost: 2, checkers: standard },
+    smtp: { name: 'smtp', cost: 10, checkers: [...standard, ...(checkers.smtp ?? [])] },
+  };
+}

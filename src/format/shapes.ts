@@ -1,0 +1,142 @@
+import type { RiskFactor } from '../checks/checker.js';
+import type { State } from '../engine/score.js';
+import type { Reason, Verdict } from '../engine/verdict.js';
+
+/** Shape A, compact: what most callers need. */
+export interface CompactResult {
+  email: string;
+  state: State;
+  score: number;
+  reason: Reason;
+}
+
+/** Shape A, detailed (DESIGN 2.4): snake_case, as on the wire. */
+export interface DetailedResult extends CompactResult {
+  domain: string | null;
+  user: string | null;
+  mx_record: string | null;
+  smtp_provider: string | null;
+  disposable: boolean | null;
+  role: boolean | null;
+  free: boolean | null;
+  catch_all: boolean | null;
+  mailbox_full: boolean | null;
+  no_reply: boolean | null;
+  duration: number;
+}
+
+export type DetailedField = keyof DetailedResult;
+
+/** Every field `fields=` may name, in the detailed shape's order. */
+export const DETAILED_FIELDS: readonly DetailedField[] = [
+  'email',
+  'state',
+  'score',
+  'reason',
+  'domain',
+  'user',
+  'mx_record',
+  'smtp_provider',
+  'disposable',
+  'role',
+  'free',
+  'catch_all',
+  'mailbox_full',
+  'no_reply',
+  'duration',
+];
+
+/** Shape B (DESIGN 2.4): a status and a deliverability, plus the flags and factors. */
+export interface ShapeBResult {
+  email: string;
+  status: 'valid' | 'invalid';
+  score: number;
+  deliverability: State;
+  disposable: boolean | null;
+  role: boolean | null;
+  free: boolean | null;
+  catch_all: boolean | null;
+  risk_factors: RiskFactor[];
+  site_source?: string;
+  duration: number;
+}
+
+/** A `fields` selection named a field that does not exist. */
+export class UnknownFieldError extends Error {
+  readonly code = 'invalid_request';
+  readonly field: string;
+  readonly allowed: readonly string[];
+
+  constructor(field: string) {
+    super(`Unknown field ${JSON.stringify(field)} in fields: allowed are ${DETAILED_FIELDS.join(', ')}`);
+    this.name = 'UnknownFieldError';
+    this.field = field;
+    this.allowed = DETAILED_FIELDS;
+  }
+}
+
+export function toCompact(verdict: Verdict): CompactResult {
+  return { email: verdict.email, state: verdict.state, score: verdict.score, reason: verdict.reason };
+}
+
+// Durations on the wire in milliseconds' precision: more digits only add noise.
+function roundedDuration(seconds: number): number {
+  return Math.round(seconds * 1000) / 1000;
+}
+
+export function toDetailed(verdict: Verdict): DetailedResult {
+  return {
+    ...toCompact(verdict),
+    domain: verdict.domain,
+    user: verdict.user,
+    mx_record: verdict.mxRecord,
+    smtp_provider: verdict.smtpProvider,
+    disposable: verdict.disposable,
+    role: verdict.role,
+    free: verdict.free,
+    catch_all: verdict.catchAll,
+    mailbox_full: verdict.mailboxFull,
+    no_reply: verdict.noReply,
+    duration: roundedDuration(verdict.duration),
+  };
+}
+
+/**
+ * Parses a `fields=a,b,c` selection. `email` is always included. An unknown name is an
+ * `UnknownFieldError` listing the allowed ones, never silently dropped.
+ */
+export function parseFields(selection: string | readonly string[]): DetailedField[] {
+  const names = typeof selection === 'string' ? selection.split(',') : selection;
+  const chosen = new Set<DetailedField>(['email']);
+  for (const raw of names) {
+    const name = raw.trim();
+    if (name === '') continue;
+    if (!(DETAILED_FIELDS as readonly string[]).includes(name)) throw new UnknownFieldError(name);
+    chosen.add(name as DetailedField);
+  }
+  return DETAILED_FIELDS.filter((field) => chosen.has(field));
+}
+
+/** The detailed shape cut down to the selected fields, in the shape's own order. */
+export function selectFields(verdict: Verdict, fields: readonly DetailedField[]): Partial<DetailedResult> {
+  const detailed = toDetailed(verdict);
+  const out: Partial<Record<DetailedField, unknown>> = {};
+  for (const field of fields) out[field] = detailed[field];
+  return out as Partial<DetailedResult>;
+}
+
+export function toShapeB(verdict: Verdict, siteSource?: string): ShapeBResult {
+  return {
+    email: verdict.email,
+    status: verdict.state === 'undeliverable' ? 'invalid' : 'valid',
+    score: verdict.score,
+    deliverability: verdict.state,
+    disposable: verdict.disposable,
+    role: verdict.role,
+    free: verdict.free,
+    catch_all: verdict.catchAll,
+    risk_factors: [...verdict.riskFactors],
+    ...(siteSource === undefined ? {} : { site_source: siteSource }),
+    duration: roundedDuration(verdict.duration),
+  };
+}

@@ -1,0 +1,39 @@
+/** One mail exchanger from an MX record. */
+export interface MxHost {
+  /** Lowercase host name, no trailing dot. */
+  readonly exchange: string;
+  readonly priority: number;
+}
+
+/**
+ * What DNS says about where a domain's mail goes. Every expected outcome is an answer, never
+ * an exception: only a bug (or an abort through the signal) rejects.
+ */
+export type MxAnswer =
+  /** MX records, sorted by priority (lowest first). */
+  | { readonly kind: 'records'; readonly hosts: readonly MxHost[] }
+  /** RFC 7505: a single MX of "." declares that the domain accepts no mail. */
+  | { readonly kind: 'null_mx' }
+  /** RFC 5321 5.1: no MX, but an A or AAAA record: the domain itself is the mail host. */
+  | { readonly kind: 'implicit'; readonly host: string }
+  /** The domain exists but has neither MX nor address records. */
+  | { readonly kind: 'no_records' }
+  /** The domain does not exist. */
+  | { readonly kind: 'nxdomain' }
+  /** No answer could be had: never evidence that the domain is bad. */
+  | { readonly kind: 'failure'; readonly code: DnsFailureCode }
+  /** The Dns port is offline by design and opened no socket. */
+  | { readonly kind: 'offline' };
+
+export type DnsFailureCode = 'timeout' | 'servfail' | 'refused' | 'error';
+
+/** The DNS port: every engine gets one at construction. */
+export interface Dns {
+  /**
+   * True when this Dns answers nothing but `offline`: the mx check is then skipped without a
+   * call, and an offline verification never leaves synchronous code.
+   */
+  readonly offline?: boolean;
+  /** Never rejects for a DNS outcome: NXDOMAIN, no data and timeouts are answers. */
+  mx(domain: string, signal?: AbortSignal): Promise<MxAnswer>;
+}

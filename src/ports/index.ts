@@ -1,0 +1,3 @@
+export type { Clock } from './clock.js';
+export { systemClock } from './clock.js';
+export type { Dns, DnsFailureCode, MxAnswer, MxHost } from './dns.js';
