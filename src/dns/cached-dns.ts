@@ -28,6 +28,8 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
     max: options.maxEntries ?? 10_000,
     ttl,
     ttlAutopurge: false,
+    // Read the injected clock on every get: lru-cache otherwise memoizes "now" for 1 ms.
+    ttlResolution: 0,
     perf: { now: () => clock.now() },
   });
   const inFlight = new Map<string, Promise<MxAnswer>>();

@@ -1,0 +1,163 @@
+import { describe, expect, it } from 'vitest';
+import { createEngine } from '../../src/engine/engine.js';
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import { DomainSet } from '../../src/checks/domain-set.js';
+import { disposable } from '../../src/checks/disposable.js';
+import { DELIVERABLE_CEILING } from '../../src/engine/score.js';
+
+const zones = {
+  'acme.io': ['mx1.acme.io', 'mx2.acme.io'],
+  'gmail.com': ['gmail-smtp-in.l.google.com'],
+  'mailinator.com': ['mail.mailinator.com'],
+  'null.io': { kind: 'null_mx' },
+  'slow.io': { kind: 'failure', code: 'timeout' },
+  'broken.io': { kind: 'failure', code: 'servfail' },
+} as const;
+
+function engineWithDns() {
+  const dns = createMemoryDns(zones);
+  return { dns, engine: createEngine({ dns }) };
+}
+
+describe('engine.verify', () => {
+  it('gives an ordinary address on a domain with MX a deliverable verdict', async () => {
+    const { engine } = engineWithDns();
+    const verdict = await engine.verify('Ann.Lee@ACME.io');
+    expect(verdict).toMatchObject({
+      email: 'Ann.Lee@acme.io',
+      state: 'deliverable',
+      reason: 'accepted_email',
+      score: DELIVERABLE_CEILING.dns,
+      method: 'standard',
+      user: 'Ann.Lee',
+      domain: 'acme.io',
+      mxRecord: 'mx1.acme.io',
+      mxRecords: ['mx1.acme.io', 'mx2.acme.io'],
+      disposable: false,
+      role: false,
+      free: false,
+      noReply: false,
+      catchAll: null,
+      riskFactors: [],
+    });
+    expect(verdict.checks.map((c) => c.check)).toEqual(['syntax', 'domain', 'disposable', 'mx', 'role', 'free_provider', 'no_reply']);
+    expect(verdict.duration).toBeGreaterThanOrEqual(0);
+  });
+
+  it('stops at invalid syntax without any lookup', async () => {
+    const { dns, engine } = engineWithDns();
+    const verdict = await engine.verify('ann..lee@acme.io');
+    expect(verdict).toMatchObject({ state: 'undeliverable', reason: 'invalid_email', score: 0, email: 'ann..lee@acme.io', error: { code: 'consecutive_dots' } });
+    expect(dns.queries).toEqual([]);
+  });
+
+  it('refuses a made-up TLD offline, costing no DNS query', async () => {
+    const { dns, engine } = engineWithDns();
+    const verdict = await engine.verify('ann@example.notarealtld');
+    expect(verdict).toMatchObject({ state: 'undeliverable', reason: 'invalid_domain' });
+    expect(verdict.checks.at(-1)).toMatchObject({ check: 'domain', status: 'fail', code: 'unknown_tld' });
+    expect(dns.queries).toEqual([]);
+  });
+
+  it('accepts IDN TLDs the public suffix list knows', async () => {
+    const engine = createEngine({ offline: true });
+    expect(await engine.verify('user@пример.рф')).toMatchObject({ state: 'deliverable' });
+    expect(await engine.verify('user@example.中国')).toMatchObject({ state: 'deliverable' });
+  });
+
+  it('makes disposable domains and their subdomains risky (low_quality)', async () => {
+    const { engine } = engineWithDns();
+    expect(await engine.verify('ann@mailinator.com')).toMatchObject({ state: 'risky', reason: 'low_quality', disposable: true, riskFactors: ['disposable'] });
+    const offline = createEngine({ offline: true });
+    expect(await offline.verify('ann@inbox.mailinator.com')).toMatchObject({ disposable: true, state: 'risky' });
+  });
+
+  it('lowers the score for role, free and no-reply without changing the state', async () => {
+    const { engine } = engineWithDns();
+    const plain = await engine.verify('ann@acme.io');
+    const role = await engine.verify('Sales+eu@acme.io');
+    const free = await engine.verify('ann@gmail.com');
+    const noReply = await engine.verify('no-reply.billing@acme.io');
+    for (const verdict of [role, free, noReply]) {
+      expect(verdict.state).toBe('deliverable');
+      expect(verdict.score).toBeLessThan(plain.score);
+    }
+    expect(role).toMatchObject({ role: true, riskFactors: ['role'] });
+    expect(free).toMatchObject({ free: true, riskFactors: ['free'], smtpProvider: 'google' });
+    expect(noReply).toMatchObject({ noReply: true, riskFactors: ['no_reply'] });
+  });
+
+  it('quick runs no role, free or no-reply check', async () => {
+    const { engine } = engineWithDns();
+    const verdict = await engine.verify('sales@gmail.com', { method: 'quick' });
+    expect(verdict).toMatchObject({ role: null, free: null, noReply: null, riskFactors: [] });
+  });
+
+  it('makes mixed-script addresses risky (confusable)', async () => {
+    const engine = createEngine({ offline: true });
+    expect(await engine.verify('ann@pаypal.com')).toMatchObject({ state: 'risky', reason: 'low_quality', riskFactors: ['confusable'] });
+  });
+
+  it('maps null MX, NXDOMAIN, timeout and SERVFAIL as DESIGN 2.2 says', async () => {
+    const { engine } = engineWithDns();
+    expect(await engine.verify('a@null.io')).toMatchObject({ state: 'undeliverable', reason: 'invalid_domain', riskFactors: ['null_mx'] });
+    expect(await engine.verify('a@nowhere.io')).toMatchObject({ state: 'undeliverable', reason: 'invalid_domain', riskFactors: ['no_mx'] });
+    expect(await engine.verify('a@slow.io')).toMatchObject({ state: 'risky', reason: 'timeout' });
+    expect(await engine.verify('a@broken.io')).toMatchObject({ state: 'risky', reason: 'no_connect' });
+  });
+
+  it('offline: skips mx and caps the score below a DNS-verified one', async () => {
+    const offline = await createEngine({ offline: true }).verify('ann@acme.io');
+    const online = await engineWithDns().engine.verify('ann@acme.io');
+    expect(offline.checks.find((c) => c.check === 'mx')).toMatchObject({ status: 'skipped', code: 'offline' });
+    expect(offline.state).toBe('deliverable');
+    expect(offline.score).toBeLessThan(online.score);
+  });
+
+  it.each([
+    ['deliverable@example.com', 'deliverable', 'accepted_email'],
+    ['UNDELIVERABLE@Example.com', 'undeliverable', 'rejected_email'],
+    ['risky@example.com', 'risky', 'low_deliverability'],
+  ])('test address %s is %s for every method, without any lookup', async (address, state, reason) => {
+    const { dns, engine } = engineWithDns();
+    for (const method of ['quick', 'standard', 'smtp'] as const) {
+      expect(await engine.verify(address, { method })).toMatchObject({ state, reason, testAddress: true });
+    }
+    expect(dns.queries).toEqual([]);
+  });
+
+  it('reports costs from the method table', () => {
+    const { engine } = engineWithDns();
+    expect([engine.cost('quick'), engine.cost('standard'), engine.cost('smtp')]).toEqual([1, 2, 10]);
+  });
+
+  it('rejects non-strings and unknown methods with a TypeError', async () => {
+    const { engine } = engineWithDns();
+    await expect(engine.verify(undefined as unknown as string)).rejects.toThrow(TypeError);
+    await expect(engine.verify('a@acme.io', { method: 'deep' as 'quick' })).rejects.toThrow(/Unknown method "deep"/);
+    await expect(engine.verify('a@acme.io', { method: 'toString' as 'quick' })).rejects.toThrow(TypeError);
+    expect(() => engine.cost('x' as 'quick')).toThrow(TypeError);
+  });
+
+  it('rejects with the abort reason when the signal is aborted', async () => {
+    const { engine } = engineWithDns();
+    const controller = new AbortController();
+    controller.abort(new Error('stop'));
+    await expect(engine.verify('a@acme.io', { signal: controller.signal })).rejects.toThrow('stop');
+  });
+
+  it('answers any string with a verdict, never an exception', async () => {
+    const engine = createEngine({ offline: true });
+    for (const input of ['', 'x'.repeat(1_000_000), '\ud800@x.com', 'a\u0000b@x.com', 'a\r\nb@x.com', '@@@', '\u{10ffff}@\u{10ffff}.com']) {
+      const verdict = await engine.verify(input);
+      expect(verdict.state).toBe('undeliverable');
+      expect(verdict.reason).toBe('invalid_email');
+    }
+  });
+
+  it('takes injected list data', async () => {
+    const engine = createEngine({ offline: true, checkers: { disposable: disposable(new DomainSet(['acme.io'])) } });
+    expect(await engine.verify('ann@acme.io')).toMatchObject({ disposable: true });
+    expect(await engine.verify('ann@mailinator.com')).toMatchObject({ disposable: false });
+  });
+});

@@ -1,0 +1,56 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createEngine } from '../../src/engine/engine.js';
+import { SCORE_BANDS, score } from '../../src/engine/score.js';
+import type { RiskFactor } from '../../src/checks/checker.js';
+import type { MxAnswer } from '../../src/ports/dns.js';
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import { fcParams } from '../helpers/fast-check.js';
+
+const FACTORS: RiskFactor[] = ['disposable', 'role', 'free', 'no_reply', 'confusable', 'no_mx', 'null_mx', 'catch_all', 'mailbox_full', 'smtp_rejected', 'greylisted', 'dns_unavailable'];
+
+const local = fc.constantFrom('john', 'info', 'sales', 'noreply', 'no-reply+x', 'pаypal', 'a..b', 'Ünïcode', 'deliverable', 'risky', 'undeliverable', '');
+const domain = fc.constantFrom('gmail.com', 'mailinator.com', 'x.mailinator.com', 'acme.io', 'example.com', 'example.notarealtld', 'down.io', 'slow.io', 'null.io', 'bücher.de', 'nx.io');
+const answers: Record<string, MxAnswer> = {
+  'gmail.com': { kind: 'records', hosts: [{ exchange: 'gmail-smtp-in.l.google.com', priority: 5 }] },
+  'mailinator.com': { kind: 'records', hosts: [{ exchange: 'mail.mailinator.com', priority: 10 }] },
+  'acme.io': { kind: 'implicit', host: 'acme.io' },
+  'down.io': { kind: 'failure', code: 'servfail' },
+  'slow.io': { kind: 'failure', code: 'timeout' },
+  'null.io': { kind: 'null_mx' },
+  'xn--bcher-kva.de': { kind: 'no_records' },
+};
+
+describe('scorer and verdict properties', () => {
+  it('score() stays in its state band for any start and factors', () => {
+    fc.assert(
+      fc.property(fc.constantFrom('deliverable', 'risky', 'undeliverable' as const), fc.integer({ min: -500, max: 500 }), fc.array(fc.constantFrom(...FACTORS)), (state, start, factors) => {
+        const value = score(state, start, factors);
+        const [low, high] = SCORE_BANDS[state];
+        expect(value).toBeGreaterThanOrEqual(low);
+        expect(value).toBeLessThanOrEqual(high);
+      }),
+      fcParams(),
+    );
+  });
+
+  it("every verdict's score lies in its state's band, and quick's findings are a subset of standard's", async () => {
+    await fc.assert(
+      fc.asyncProperty(local, domain, fc.boolean(), async (user, host, offline) => {
+        const dns = createMemoryDns(answers);
+        const engine = createEngine(offline ? { offline: true } : { dns });
+        const address = `${user}@${host}`;
+        const quick = await engine.verify(address, { method: 'quick' });
+        const standard = await engine.verify(address, { method: 'standard' });
+        for (const verdict of [quick, standard]) {
+          const [low, high] = SCORE_BANDS[verdict.state];
+          expect(verdict.score).toBeGreaterThanOrEqual(low);
+          expect(verdict.score).toBeLessThanOrEqual(high);
+        }
+        for (const finding of quick.checks) expect(standard.checks).toContainEqual(finding);
+        for (const factor of quick.riskFactors) expect(standard.riskFactors).toContain(factor);
+      }),
+      fcParams({ numRuns: 300 }),
+    );
+  });
+});
