@@ -1,6 +1,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import regexp from 'eslint-plugin-regexp';
+import globals from 'globals';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**'] },
@@ -8,6 +9,7 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   regexp.configs['flat/recommended'],
   {
+    languageOptions: { globals: globals.node },
     rules: {
       // Linear-time parsing is a security property: no regular expression may backtrack
       // super-linearly on hostile input.
@@ -24,7 +26,22 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: ['node:net', 'node:tls', 'node:dns', 'node:dgram', 'node:fs', 'node:http', 'node:https', 'net', 'tls', 'dns', 'dgram', 'fs', 'http', 'https'],
+          paths: [
+            'node:net',
+            'node:tls',
+            'node:dns',
+            'node:dgram',
+            'node:fs',
+            'node:http',
+            'node:https',
+            'net',
+            'tls',
+            'dns',
+            'dgram',
+            'fs',
+            'http',
+            'https',
+          ],
         },
       ],
     },

@@ -22,7 +22,10 @@ export function createNodeDns(options: NodeDnsOptions = {}): Dns {
   const tries = options.tries ?? 2;
   // c-ares retries with doubling timeouts; give each try its share of the deadline so the
   // resolver itself gives up close to when our timer does and leaves no query behind.
-  const resolver = new Resolver({ timeout: Math.max(1, Math.floor(deadlineMs / (2 ** tries - 1))), tries });
+  const resolver = new Resolver({
+    timeout: Math.max(1, Math.floor(deadlineMs / (2 ** tries - 1))),
+    tries,
+  });
   if (options.servers !== undefined && options.servers.length > 0) {
     resolver.setServers([...options.servers]);
   }
@@ -45,7 +48,12 @@ async function lookupMx(resolver: Resolver, domain: string): Promise<MxAnswer> {
   if (records.length === 0) return implicitMx(resolver, domain);
   // RFC 7505: one MX with the root as exchange (c-ares gives '') is the null MX.
   if (records.some((r) => r.exchange === '' || r.exchange === '.')) {
-    return records.length === 1 ? { kind: 'null_mx' } : { kind: 'records', hosts: sortHosts(records.filter((r) => r.exchange !== '' && r.exchange !== '.')) };
+    return records.length === 1
+      ? { kind: 'null_mx' }
+      : {
+          kind: 'records',
+          hosts: sortHosts(records.filter((r) => r.exchange !== '' && r.exchange !== '.')),
+        };
   }
   return { kind: 'records', hosts: sortHosts(records) };
 }
@@ -53,18 +61,26 @@ async function lookupMx(resolver: Resolver, domain: string): Promise<MxAnswer> {
 function sortHosts(records: readonly { exchange: string; priority: number }[]): MxHost[] {
   return records
     .map((r) => ({ exchange: r.exchange.toLowerCase().replace(/\.$/, ''), priority: r.priority }))
-    .sort((a, b) => a.priority - b.priority || (a.exchange < b.exchange ? -1 : a.exchange > b.exchange ? 1 : 0));
+    .sort(
+      (a, b) =>
+        a.priority - b.priority || (a.exchange < b.exchange ? -1 : a.exchange > b.exchange ? 1 : 0),
+    );
 }
 
 /** RFC 5321 5.1: with no MX records, the domain's own A/AAAA records take the mail. */
 async function implicitMx(resolver: Resolver, domain: string): Promise<MxAnswer> {
   const [v4, v6] = await Promise.allSettled([resolver.resolve4(domain), resolver.resolve6(domain)]);
-  if ((v4.status === 'fulfilled' && v4.value.length > 0) || (v6.status === 'fulfilled' && v6.value.length > 0)) {
+  if (
+    (v4.status === 'fulfilled' && v4.value.length > 0) ||
+    (v6.status === 'fulfilled' && v6.value.length > 0)
+  ) {
     return { kind: 'implicit', host: domain };
   }
   const codes = [v4, v6].map((r) => (r.status === 'rejected' ? errorCode(r.reason) : 'ENODATA'));
   if (codes.every((c) => c === 'ENODATA' || c === 'ENOTFOUND')) {
-    return codes.includes('ENOTFOUND') && codes.every((c) => c === 'ENOTFOUND') ? { kind: 'nxdomain' } : { kind: 'no_records' };
+    return codes.includes('ENOTFOUND') && codes.every((c) => c === 'ENOTFOUND')
+      ? { kind: 'nxdomain' }
+      : { kind: 'no_records' };
   }
   return failureAnswer(codes.find((c) => c !== 'ENODATA' && c !== 'ENOTFOUND') ?? 'ESERVFAIL');
 }
@@ -83,11 +99,17 @@ const FAILURE_CODES: Readonly<Record<string, DnsFailureCode>> = {
 };
 
 function errorCode(error: unknown): string {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'EUNKNOWN';
+  return typeof error === 'object' && error !== null && 'code' in error
+    ? String(error.code)
+    : 'EUNKNOWN';
 }
 
 /** Races a lookup against our own timer and the caller's signal. */
-function withDeadline(lookup: Promise<MxAnswer>, deadlineMs: number, signal?: AbortSignal): Promise<MxAnswer> {
+function withDeadline(
+  lookup: Promise<MxAnswer>,
+  deadlineMs: number,
+  signal?: AbortSignal,
+): Promise<MxAnswer> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);

@@ -102,7 +102,10 @@ function mapInternationalDomain(raw: string): { ok: true; ascii: string } | Doma
     const code = char.charCodeAt(0);
     if (code < 0x80) {
       if (code !== 0x2e && !isLdhCode(code)) {
-        return fail('bad_character', `The part after the @-sign contains an invalid character: ${describeCharacter(char)}.`);
+        return fail(
+          'bad_character',
+          `The part after the @-sign contains an invalid character: ${describeCharacter(char)}.`,
+        );
       }
       continue;
     }
@@ -118,7 +121,10 @@ function mapInternationalDomain(raw: string): { ok: true; ascii: string } | Doma
   }
   const ascii = domainToASCII(raw);
   if (ascii === '') {
-    return fail('invalid_idn', 'The part after the @-sign is not a valid internationalized domain name.');
+    return fail(
+      'invalid_idn',
+      'The part after the @-sign is not a valid internationalized domain name.',
+    );
   }
   return { ok: true, ascii };
 }
@@ -144,7 +150,10 @@ const NON_ASCII = Symbol('non-ascii');
  * R-LDH labels, total length and the deliverability rules; decodes A-labels when present.
  * Returns NON_ASCII at the first non-ASCII character, which needs UTS-46 mapping first.
  */
-function scanDomain(text: string, rules: DomainRules): ParsedDomain | DomainFailure | typeof NON_ASCII {
+function scanDomain(
+  text: string,
+  rules: DomainRules,
+): ParsedDomain | DomainFailure | typeof NON_ASCII {
   let labelStart = 0;
   let tldStart = 0;
   let hasUpper = false;
@@ -157,7 +166,10 @@ function scanDomain(text: string, rules: DomainRules): ParsedDomain | DomainFail
       if (code >= 0x80) return NON_ASCII;
       const kind = DOMAIN_CHAR[code] as number;
       if (kind === 0) {
-        return fail('bad_character', `The part after the @-sign contains an invalid character: ${describeCharacter(text[i] as string)}.`);
+        return fail(
+          'bad_character',
+          `The part after the @-sign contains an invalid character: ${describeCharacter(text[i] as string)}.`,
+        );
       }
       if (kind === UPPER) hasUpper = true;
       if (kind !== DOT) {
@@ -167,21 +179,38 @@ function scanDomain(text: string, rules: DomainRules): ParsedDomain | DomainFail
     }
     const labelLength = i - labelStart;
     if (labelLength === 0) {
-      if (labelStart === 0) return fail('leading_dot', 'The part after the @-sign cannot start with a period.');
+      if (labelStart === 0)
+        return fail('leading_dot', 'The part after the @-sign cannot start with a period.');
       if (i === length) return fail('trailing_dot', 'An email address cannot end with a period.');
-      return fail('consecutive_dots', 'The part after the @-sign cannot have two periods in a row.');
+      return fail(
+        'consecutive_dots',
+        'The part after the @-sign cannot have two periods in a row.',
+      );
     }
     if (labelLength > MAX_LABEL_OCTETS) {
-      return fail('label_too_long', `A label of the domain is ${labelLength - MAX_LABEL_OCTETS} octets too long (at most ${MAX_LABEL_OCTETS}).`);
+      return fail(
+        'label_too_long',
+        `A label of the domain is ${labelLength - MAX_LABEL_OCTETS} octets too long (at most ${MAX_LABEL_OCTETS}).`,
+      );
     }
     if (text.charCodeAt(labelStart) === 0x2d || lastKind === HYPHEN) {
       return fail('hyphen_position', 'A label of the domain cannot start or end with a hyphen.');
     }
     // RFC 5891 4.2.3.1: "--" in the third and fourth positions is reserved (R-LDH); only
     // xn-- (punycode) is in use, and those labels are decoded below.
-    if (labelLength >= 4 && text.charCodeAt(labelStart + 2) === 0x2d && text.charCodeAt(labelStart + 3) === 0x2d) {
-      if ((text.charCodeAt(labelStart) | 0x20) !== 0x78 || (text.charCodeAt(labelStart + 1) | 0x20) !== 0x6e) {
-        return fail('invalid_idn', `The label '${text.slice(labelStart, i)}' has two hyphens in the third and fourth positions, which is reserved for punycode.`);
+    if (
+      labelLength >= 4 &&
+      text.charCodeAt(labelStart + 2) === 0x2d &&
+      text.charCodeAt(labelStart + 3) === 0x2d
+    ) {
+      if (
+        (text.charCodeAt(labelStart) | 0x20) !== 0x78 ||
+        (text.charCodeAt(labelStart + 1) | 0x20) !== 0x6e
+      ) {
+        return fail(
+          'invalid_idn',
+          `The label '${text.slice(labelStart, i)}' has two hyphens in the third and fourth positions, which is reserved for punycode.`,
+        );
       }
       hasALabel = true;
     }
@@ -189,22 +218,34 @@ function scanDomain(text: string, rules: DomainRules): ParsedDomain | DomainFail
     labelStart = i + 1;
   }
   if (length > MAX_DOMAIN_OCTETS) {
-    return fail('domain_too_long', `The part after the @-sign is ${length - MAX_DOMAIN_OCTETS} octets too long (at most ${MAX_DOMAIN_OCTETS} in its ASCII form).`);
+    return fail(
+      'domain_too_long',
+      `The part after the @-sign is ${length - MAX_DOMAIN_OCTETS} octets too long (at most ${MAX_DOMAIN_OCTETS} in its ASCII form).`,
+    );
   }
   const ascii = hasUpper ? text.toLowerCase() : text;
   if (rules.globallyDeliverable) {
     if (tldStart === 0) {
-      return fail('domain_needs_dot', 'The part after the @-sign is not valid. It should have a period.');
+      return fail(
+        'domain_needs_dot',
+        'The part after the @-sign is not valid. It should have a period.',
+      );
     }
     if (lastKind !== LOWER && lastKind !== UPPER) {
-      return fail('invalid_tld', 'The part after the @-sign is not within a valid top-level domain.');
+      return fail(
+        'invalid_tld',
+        'The part after the @-sign is not within a valid top-level domain.',
+      );
     }
     // Every special-use TLD has 3 to 9 letters; skip the slice for the rest.
     const tldLength = length - tldStart;
     if (tldLength >= 3 && tldLength <= 9) {
       const tld = ascii.slice(tldStart);
       if (SPECIAL_USE_TLDS.has(tld)) {
-        return fail('special_use_domain', `The domain is under '.${tld}', a special-use name that cannot receive email.`);
+        return fail(
+          'special_use_domain',
+          `The domain is under '.${tld}', a special-use name that cannot receive email.`,
+        );
       }
     }
   }
@@ -221,7 +262,10 @@ function decodeALabels(ascii: string): ParsedDomain | DomainFailure {
     if (!label.startsWith('xn--')) continue;
     const ulabel = decodeALabel(label);
     if (ulabel === undefined) {
-      return fail('invalid_idn', `The label '${label}' is not valid punycode (an invalid A-label).`);
+      return fail(
+        'invalid_idn',
+        `The label '${label}' is not valid punycode (an invalid A-label).`,
+      );
     }
     labels[index] = ulabel;
     if (!confusable && isMixedScript(ulabel)) confusable = true;
@@ -253,7 +297,10 @@ function decodeALabel(label: string): string | undefined {
 
 function parseDomainLiteral(raw: string, rules: DomainRules): ParsedDomain | DomainFailure {
   if (!rules.allowDomainLiteral) {
-    return fail('domain_literal_not_allowed', 'A bracketed IP address after the @-sign is not allowed here.');
+    return fail(
+      'domain_literal_not_allowed',
+      'A bracketed IP address after the @-sign is not allowed here.',
+    );
   }
   if (raw.charCodeAt(raw.length - 1) !== 0x5d /* ] */ || raw.length < 3) {
     return fail('invalid_domain_literal', 'The bracketed address after the @-sign is not closed.');
@@ -267,7 +314,10 @@ function parseDomainLiteral(raw: string, rules: DomainRules): ParsedDomain | Dom
     canonical = parseIpv4(body);
   }
   if (canonical === undefined) {
-    return fail('invalid_domain_literal', 'The bracketed address after the @-sign is not a valid IPv4 address or IPv6: address literal.');
+    return fail(
+      'invalid_domain_literal',
+      'The bracketed address after the @-sign is not a valid IPv4 address or IPv6: address literal.',
+    );
   }
   const literal = `[${canonical}]`;
   return { ok: true, ascii: literal, unicode: literal, literal: true, confusable: false };

@@ -1,5 +1,10 @@
 import { describeCharacter, type ParseErrorCode } from './errors.js';
-import { findUnsafeCharacter, isMixedScript, startsWithCombiningMark, utf8Length } from './unicode.js';
+import {
+  findUnsafeCharacter,
+  isMixedScript,
+  startsWithCombiningMark,
+  utf8Length,
+} from './unicode.js';
 
 /** RFC 5321 4.5.3.1.1: a local part of at most 64 octets. */
 export const MAX_LOCAL_OCTETS = 64;
@@ -42,7 +47,10 @@ export function parseLocalPart(raw: string, rules: LocalRules): ParsedLocal | Lo
   if (raw.length === 0) return fail('empty_local', 'There must be something before the @-sign.');
   if (raw.charCodeAt(0) === 0x22 /* " */) {
     if (!rules.allowQuotedLocal) {
-      return fail('quoted_local_not_allowed', 'Quoting the part before the @-sign is not allowed here.');
+      return fail(
+        'quoted_local_not_allowed',
+        'Quoting the part before the @-sign is not allowed here.',
+      );
     }
     return parseQuotedLocal(raw, rules);
   }
@@ -56,18 +64,26 @@ function parseDotAtom(raw: string, rules: LocalRules): ParsedLocal | LocalFailur
     const code = raw.charCodeAt(i);
     if (code === 0x2e) {
       if (i === 0) return fail('leading_dot', 'An email address cannot start with a period.');
-      if (previousDot) return fail('consecutive_dots', 'An email address cannot have two periods in a row.');
+      if (previousDot)
+        return fail('consecutive_dots', 'An email address cannot have two periods in a row.');
       previousDot = true;
       continue;
     }
     previousDot = false;
     if (code < 0x80) {
       if (ATEXT[code] !== 1) {
-        return fail('bad_character', `The part before the @-sign contains an invalid character: ${describeCharacter(raw[i] as string)}.`);
+        return fail(
+          'bad_character',
+          `The part before the @-sign contains an invalid character: ${describeCharacter(raw[i] as string)}.`,
+        );
       }
     } else ascii = false;
   }
-  if (previousDot) return fail('trailing_dot', 'An email address cannot have a period immediately before the @-sign.');
+  if (previousDot)
+    return fail(
+      'trailing_dot',
+      'An email address cannot have a period immediately before the @-sign.',
+    );
   if (ascii) return checkLength({ ok: true, local: raw, ascii: true, confusable: false });
   return checkInternationalLocal(raw, rules);
 }
@@ -75,11 +91,17 @@ function parseDotAtom(raw: string, rules: LocalRules): ParsedLocal | LocalFailur
 /** RFC 6531 local parts: safe Unicode, NFC, nothing that decomposes into a forbidden character. */
 function checkInternationalLocal(raw: string, rules: LocalRules): ParsedLocal | LocalFailure {
   if (!rules.allowSmtpUtf8) {
-    return fail('smtputf8_not_allowed', 'Non-ASCII characters before the @-sign are not allowed here.');
+    return fail(
+      'smtputf8_not_allowed',
+      'Non-ASCII characters before the @-sign are not allowed here.',
+    );
   }
   const unsafe = findUnsafeCharacter(raw);
   if (unsafe !== undefined) {
-    return fail('unsafe_character', `The email address contains an unsafe character: ${describeCharacter(unsafe)}.`);
+    return fail(
+      'unsafe_character',
+      `The email address contains an unsafe character: ${describeCharacter(unsafe)}.`,
+    );
   }
   const local = raw.normalize('NFC');
   // '≮' is one character, but its canonical decomposition is '<' plus a combining mark: mail
@@ -88,12 +110,18 @@ function checkInternationalLocal(raw: string, rules: LocalRules): ParsedLocal | 
   for (let i = 0; i < decomposed.length; i++) {
     const code = decomposed.charCodeAt(i);
     if (code < 0x80 && code !== 0x2e && ATEXT[code] !== 1) {
-      return fail('bad_character', `The part before the @-sign contains an invalid character: ${describeCharacter(decomposed[i] as string)}.`);
+      return fail(
+        'bad_character',
+        `The part before the @-sign contains an invalid character: ${describeCharacter(decomposed[i] as string)}.`,
+      );
     }
   }
   for (const atom of local.split('.')) {
     if (startsWithCombiningMark(atom)) {
-      return fail('unsafe_character', 'The part before the @-sign starts with a combining character.');
+      return fail(
+        'unsafe_character',
+        'The part before the @-sign starts with a combining character.',
+      );
     }
   }
   const confusable = local.split('.').some(isMixedScript);
@@ -114,9 +142,13 @@ function parseQuotedLocal(raw: string, rules: LocalRules): ParsedLocal | LocalFa
     if (code === 0x5c /* \ */) {
       // quoted-pairSMTP: backslash followed by ASCII 32-126
       const next = raw.charCodeAt(i + 1);
-      if (Number.isNaN(next)) return fail('unclosed_quote', 'The quoted part before the @-sign is not closed.');
+      if (Number.isNaN(next))
+        return fail('unclosed_quote', 'The quoted part before the @-sign is not closed.');
       if (next < 0x20 || next > 0x7e) {
-        return fail('bad_character', 'A backslash in a quoted local part may only escape a printable ASCII character.');
+        return fail(
+          'bad_character',
+          'A backslash in a quoted local part may only escape a printable ASCII character.',
+        );
       }
       content += raw[i + 1];
       i++;
@@ -125,22 +157,32 @@ function parseQuotedLocal(raw: string, rules: LocalRules): ParsedLocal | LocalFa
     // qtextSMTP: %d32-33 / %d35-91 / %d93-126, and UTF8-non-ascii when SMTPUTF8 is allowed
     if (code >= 0x80) {
       if (!rules.allowSmtpUtf8) {
-        return fail('smtputf8_not_allowed', 'Non-ASCII characters before the @-sign are not allowed here.');
+        return fail(
+          'smtputf8_not_allowed',
+          'Non-ASCII characters before the @-sign are not allowed here.',
+        );
       }
       ascii = false;
     } else if (code < 0x20 || code === 0x7f) {
-      return fail('bad_character', `The quoted part before the @-sign contains an invalid character: ${describeCharacter(raw[i] as string)}.`);
+      return fail(
+        'bad_character',
+        `The quoted part before the @-sign contains an invalid character: ${describeCharacter(raw[i] as string)}.`,
+      );
     }
     content += raw[i];
   }
-  if (i >= raw.length) return fail('unclosed_quote', 'The quoted part before the @-sign is not closed.');
+  if (i >= raw.length)
+    return fail('unclosed_quote', 'The quoted part before the @-sign is not closed.');
   if (i !== raw.length - 1) {
     return fail('bad_character', 'Nothing may follow the closing quote before the @-sign.');
   }
   if (!ascii) {
     const unsafe = findUnsafeCharacter(content);
     if (unsafe !== undefined) {
-      return fail('unsafe_character', `The email address contains an unsafe character: ${describeCharacter(unsafe)}.`);
+      return fail(
+        'unsafe_character',
+        `The email address contains an unsafe character: ${describeCharacter(unsafe)}.`,
+      );
     }
     content = content.normalize('NFC');
   }

@@ -58,7 +58,11 @@ export function parseAddress(input: string, options?: ParseAddressOptions): Pars
   const rules = resolveParseOptions(options);
   if (input.length === 0) return failure(input, 'empty', 'The email address is empty.');
   if (input.length > MAX_INPUT_LENGTH) {
-    return failure(input, 'too_long', `The email address is too long (at most ${MAX_ADDRESS_OCTETS} octets).`);
+    return failure(
+      input,
+      'too_long',
+      `The email address is too long (at most ${MAX_ADDRESS_OCTETS} octets).`,
+    );
   }
 
   const at = input.lastIndexOf('@');
@@ -66,7 +70,11 @@ export function parseAddress(input: string, options?: ParseAddressOptions): Pars
   const first = input.charCodeAt(0);
   const last = input.charCodeAt(input.length - 1);
   if (first === 0x3c /* < */ || last === 0x3e /* > */) {
-    return failure(input, 'display_name_not_allowed', 'A display name and angle brackets around the email address are not allowed.');
+    return failure(
+      input,
+      'display_name_not_allowed',
+      'A display name and angle brackets around the email address are not allowed.',
+    );
   }
 
   const local = parseLocalPart(input.slice(0, at), rules);
@@ -87,7 +95,11 @@ export function parseAddress(input: string, options?: ParseAddressOptions): Pars
         utf8Length(input),
       );
   if (octets > MAX_ADDRESS_OCTETS) {
-    return failure(input, 'too_long', `The email address is ${octets - MAX_ADDRESS_OCTETS} octets too long (at most ${MAX_ADDRESS_OCTETS}).`);
+    return failure(
+      input,
+      'too_long',
+      `The email address is ${octets - MAX_ADDRESS_OCTETS} octets too long (at most ${MAX_ADDRESS_OCTETS}).`,
+    );
   }
   return {
     ok: true,
@@ -106,7 +118,11 @@ export function parseAddress(input: string, options?: ParseAddressOptions): Pars
 function noAtSign(input: string): ParseFailure {
   // Look-alikes a phone keyboard or a copy from a PDF may have produced.
   if (input.includes('\uff20') || input.includes('\ufe6b')) {
-    return failure(input, 'no_at_sign', 'The email address has a look-alike character (＠ or ﹫) instead of a regular @-sign.');
+    return failure(
+      input,
+      'no_at_sign',
+      'The email address has a look-alike character (＠ or ﹫) instead of a regular @-sign.',
+    );
   }
   return failure(input, 'no_at_sign', 'An email address must have an @-sign.');
 }

@@ -83,7 +83,9 @@ export function pass(check: CheckName, code = 'ok'): Finding {
 }
 
 export function fail(check: CheckName, code: string, factor?: RiskFactor): Finding {
-  return factor === undefined ? { check, status: 'fail', code } : { check, status: 'fail', code, factor };
+  return factor === undefined
+    ? { check, status: 'fail', code }
+    : { check, status: 'fail', code, factor };
 }
 
 export function risky(check: CheckName, code: string, factor: RiskFactor): Finding {

@@ -40,6 +40,9 @@ function toAnswer(answer: MxAnswer | readonly string[]): MxAnswer {
   if (!Array.isArray(answer)) return answer as MxAnswer;
   return {
     kind: 'records',
-    hosts: (answer as readonly string[]).map((exchange, index) => ({ exchange, priority: (index + 1) * 10 })),
+    hosts: (answer as readonly string[]).map((exchange, index) => ({
+      exchange,
+      priority: (index + 1) * 10,
+    })),
   };
 }

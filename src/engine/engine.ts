@@ -1,12 +1,26 @@
 import { describeType, parseAddress, type ParseAddressOptions } from '../address/parse.js';
 import { createNodeDns, type NodeDnsOptions } from '../adapters/node-dns.js';
-import type { AddressFacts, CheckResult, Checker, CheckPorts, Finding, RiskFactor } from '../checks/checker.js';
+import type {
+  AddressFacts,
+  CheckResult,
+  Checker,
+  CheckPorts,
+  Finding,
+  RiskFactor,
+} from '../checks/checker.js';
 import { syntaxFinding } from '../checks/syntax.js';
 import { createCachedDns } from '../dns/cached-dns.js';
 import { offlineDns } from '../dns/offline-dns.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { Dns } from '../ports/dns.js';
-import { buildMethods, defaultCheckers, METHOD_NAMES, type CheckerSet, type Method, type MethodName } from './methods.js';
+import {
+  buildMethods,
+  defaultCheckers,
+  METHOD_NAMES,
+  type CheckerSet,
+  type Method,
+  type MethodName,
+} from './methods.js';
 import { providerOf } from './provider.js';
 import { DELIVERABLE_CEILING, RISKY_BASE, score, type Evidence } from './score.js';
 import { testAddressVerdict, type TestAddressVerdict } from './test-addresses.js';
@@ -58,7 +72,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const clock = options.clock ?? systemClock;
   const dns =
     options.dns ??
-    (options.offline === true ? offlineDns() : createCachedDns(createNodeDns(options.dnsOptions), { clock }));
+    (options.offline === true
+      ? offlineDns()
+      : createCachedDns(createNodeDns(options.dnsOptions), { clock }));
   const ports: CheckPorts = { dns };
   const methods = buildMethods({ ...defaultCheckers(), ...options.checkers });
   const parseOptions = options.parse;
@@ -66,7 +82,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
   function methodOf(name: MethodName | undefined): Method {
     const method = name === undefined ? methods.standard : methods[name];
     if (method === undefined || !Object.hasOwn(methods, name ?? 'standard')) {
-      throw new TypeError(`Unknown method ${JSON.stringify(name)}: expected one of ${METHOD_NAMES.join(', ')}`);
+      throw new TypeError(
+        `Unknown method ${JSON.stringify(name)}: expected one of ${METHOD_NAMES.join(', ')}`,
+      );
     }
     return method;
   }
@@ -77,7 +95,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     verify(address, verifyOptions = {}) {
       try {
         if (typeof address !== 'string') {
-          throw new TypeError(`verify expects the address as a string, got ${describeType(address)}`);
+          throw new TypeError(
+            `verify expects the address as a string, got ${describeType(address)}`,
+          );
         }
         const method = methodOf(verifyOptions.method);
         const { signal } = verifyOptions;
@@ -135,12 +155,17 @@ function run(
 function factorsOf(findings: readonly Finding[]): RiskFactor[] {
   const factors: RiskFactor[] = [];
   for (const finding of findings) {
-    if (finding.factor !== undefined && !factors.includes(finding.factor)) factors.push(finding.factor);
+    if (finding.factor !== undefined && !factors.includes(finding.factor))
+      factors.push(finding.factor);
   }
   return factors;
 }
 
-function flag(findings: readonly Finding[], check: Finding['check'], factor: RiskFactor): boolean | null {
+function flag(
+  findings: readonly Finding[],
+  check: Finding['check'],
+  factor: RiskFactor,
+): boolean | null {
   const finding = findings.find((f) => f.check === check);
   if (finding === undefined || finding.status === 'skipped') return null;
   return finding.factor === factor;
@@ -152,7 +177,11 @@ function evidenceOf(findings: readonly Finding[]): Evidence {
 }
 
 function buildVerdict(
-  facts: { input: string; parsed: AddressFacts['parsed'] | import('../address/errors.js').ParseFailure; mx?: AddressFacts['mx'] },
+  facts: {
+    input: string;
+    parsed: AddressFacts['parsed'] | import('../address/errors.js').ParseFailure;
+    mx?: AddressFacts['mx'];
+  },
   method: Method,
   findings: readonly Finding[],
   started: number,

@@ -68,7 +68,9 @@ export class UnknownFieldError extends Error {
   readonly allowed: readonly string[];
 
   constructor(field: string) {
-    super(`Unknown field ${JSON.stringify(field)} in fields: allowed are ${DETAILED_FIELDS.join(', ')}`);
+    super(
+      `Unknown field ${JSON.stringify(field)} in fields: allowed are ${DETAILED_FIELDS.join(', ')}`,
+    );
     this.name = 'UnknownFieldError';
     this.field = field;
     this.allowed = DETAILED_FIELDS;
@@ -76,7 +78,12 @@ export class UnknownFieldError extends Error {
 }
 
 export function toCompact(verdict: Verdict): CompactResult {
-  return { email: verdict.email, state: verdict.state, score: verdict.score, reason: verdict.reason };
+  return {
+    email: verdict.email,
+    state: verdict.state,
+    score: verdict.score,
+    reason: verdict.reason,
+  };
 }
 
 // Durations on the wire in milliseconds' precision: more digits only add noise.
@@ -118,7 +125,10 @@ export function parseFields(selection: string | readonly string[]): DetailedFiel
 }
 
 /** The detailed shape cut down to the selected fields, in the shape's own order. */
-export function selectFields(verdict: Verdict, fields: readonly DetailedField[]): Partial<DetailedResult> {
+export function selectFields(
+  verdict: Verdict,
+  fields: readonly DetailedField[],
+): Partial<DetailedResult> {
   const detailed = toDetailed(verdict);
   const out: Partial<Record<DetailedField, unknown>> = {};
   for (const field of fields) out[field] = detailed[field];

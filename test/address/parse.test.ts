@@ -61,20 +61,40 @@ describe('parseAddress: default profile', () => {
 
   it('lowercases the domain and keeps the local part case', () => {
     const parsed = parseAddress('John.Doe@Example.COM');
-    expect(parsed).toMatchObject({ ok: true, local: 'John.Doe', domain: 'example.com', address: 'John.Doe@example.com', asciiAddress: 'John.Doe@example.com', smtpUtf8: false });
+    expect(parsed).toMatchObject({
+      ok: true,
+      local: 'John.Doe',
+      domain: 'example.com',
+      address: 'John.Doe@example.com',
+      asciiAddress: 'John.Doe@example.com',
+      smtpUtf8: false,
+    });
   });
 
   it('maps IDN domains with UTS-46 and keeps both forms', () => {
     const parsed = parseAddress('user@Bücher.DE');
-    expect(parsed).toMatchObject({ ok: true, domain: 'bücher.de', asciiDomain: 'xn--bcher-kva.de', asciiAddress: 'user@xn--bcher-kva.de' });
+    expect(parsed).toMatchObject({
+      ok: true,
+      domain: 'bücher.de',
+      asciiDomain: 'xn--bcher-kva.de',
+      asciiAddress: 'user@xn--bcher-kva.de',
+    });
     expect(parseAddress('user@faß.de')).toMatchObject({ asciiDomain: 'xn--fa-hia.de' });
-    expect(parseAddress('user@ＥＸＡＭＰＬＥ．com')).toMatchObject({ ok: true, domain: 'example.com' });
+    expect(parseAddress('user@ＥＸＡＭＰＬＥ．com')).toMatchObject({
+      ok: true,
+      domain: 'example.com',
+    });
     expect(parseAddress('user@xn--bcher-kva.de')).toMatchObject({ domain: 'bücher.de' });
   });
 
   it('NFC-normalizes the local part and flags SMTPUTF8', () => {
     const parsed = parseAddress('jo\u0065\u0301@example.com');
-    expect(parsed).toMatchObject({ ok: true, local: 'jo\u00e9', asciiAddress: null, smtpUtf8: true });
+    expect(parsed).toMatchObject({
+      ok: true,
+      local: 'jo\u00e9',
+      asciiAddress: null,
+      smtpUtf8: true,
+    });
   });
 
   it('counts lengths in UTF-8 octets, not UTF-16 units', () => {
@@ -95,7 +115,9 @@ describe('parseAddress: default profile', () => {
   });
 
   it('refuses SMTPUTF8 local parts when not allowed', () => {
-    expect(code(parseAddress('jöhn@example.com', { allowSmtpUtf8: false }))).toBe('smtputf8_not_allowed');
+    expect(code(parseAddress('jöhn@example.com', { allowSmtpUtf8: false }))).toBe(
+      'smtputf8_not_allowed',
+    );
     expect(code(parseAddress('john@bücher.de', { allowSmtpUtf8: false }))).toBe('ok');
   });
 
@@ -113,16 +135,33 @@ describe('parseAddress: default profile', () => {
 
 describe('parseAddress: options and rfc profile', () => {
   it('accepts quoted local parts and unquotes them when quoting was unnecessary', () => {
-    expect(parseAddress('"john"@example.com', { allowQuotedLocal: true })).toMatchObject({ ok: true, local: 'john' });
-    expect(parseAddress('"john doe"@example.com', { allowQuotedLocal: true })).toMatchObject({ ok: true, local: '"john doe"' });
-    expect(parseAddress('"a\\"b"@example.com', { allowQuotedLocal: true })).toMatchObject({ ok: true, local: '"a\\"b"' });
-    expect(code(parseAddress('"john@example.com', { allowQuotedLocal: true }))).toBe('unclosed_quote');
-    expect(code(parseAddress('"jo"hn@example.com', { allowQuotedLocal: true }))).toBe('bad_character');
+    expect(parseAddress('"john"@example.com', { allowQuotedLocal: true })).toMatchObject({
+      ok: true,
+      local: 'john',
+    });
+    expect(parseAddress('"john doe"@example.com', { allowQuotedLocal: true })).toMatchObject({
+      ok: true,
+      local: '"john doe"',
+    });
+    expect(parseAddress('"a\\"b"@example.com', { allowQuotedLocal: true })).toMatchObject({
+      ok: true,
+      local: '"a\\"b"',
+    });
+    expect(code(parseAddress('"john@example.com', { allowQuotedLocal: true }))).toBe(
+      'unclosed_quote',
+    );
+    expect(code(parseAddress('"jo"hn@example.com', { allowQuotedLocal: true }))).toBe(
+      'bad_character',
+    );
   });
 
   it('validates IPv4 and IPv6 literals', () => {
     const rfc = { profile: 'rfc' } as const;
-    expect(parseAddress('user@[192.0.2.1]', rfc)).toMatchObject({ ok: true, domain: '[192.0.2.1]', domainLiteral: true });
+    expect(parseAddress('user@[192.0.2.1]', rfc)).toMatchObject({
+      ok: true,
+      domain: '[192.0.2.1]',
+      domainLiteral: true,
+    });
     expect(code(parseAddress('user@[192.0.2.256]', rfc))).toBe('invalid_domain_literal');
     expect(code(parseAddress('user@[IPv6:2001:db8::1]', rfc))).toBe('ok');
     expect(code(parseAddress('user@[IPv6:::ffff:192.0.2.1]', rfc))).toBe('ok');

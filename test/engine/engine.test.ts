@@ -40,14 +40,28 @@ describe('engine.verify', () => {
       catchAll: null,
       riskFactors: [],
     });
-    expect(verdict.checks.map((c) => c.check)).toEqual(['syntax', 'domain', 'disposable', 'mx', 'role', 'free_provider', 'no_reply']);
+    expect(verdict.checks.map((c) => c.check)).toEqual([
+      'syntax',
+      'domain',
+      'disposable',
+      'mx',
+      'role',
+      'free_provider',
+      'no_reply',
+    ]);
     expect(verdict.duration).toBeGreaterThanOrEqual(0);
   });
 
   it('stops at invalid syntax without any lookup', async () => {
     const { dns, engine } = engineWithDns();
     const verdict = await engine.verify('ann..lee@acme.io');
-    expect(verdict).toMatchObject({ state: 'undeliverable', reason: 'invalid_email', score: 0, email: 'ann..lee@acme.io', error: { code: 'consecutive_dots' } });
+    expect(verdict).toMatchObject({
+      state: 'undeliverable',
+      reason: 'invalid_email',
+      score: 0,
+      email: 'ann..lee@acme.io',
+      error: { code: 'consecutive_dots' },
+    });
     expect(dns.queries).toEqual([]);
   });
 
@@ -55,7 +69,11 @@ describe('engine.verify', () => {
     const { dns, engine } = engineWithDns();
     const verdict = await engine.verify('ann@example.notarealtld');
     expect(verdict).toMatchObject({ state: 'undeliverable', reason: 'invalid_domain' });
-    expect(verdict.checks.at(-1)).toMatchObject({ check: 'domain', status: 'fail', code: 'unknown_tld' });
+    expect(verdict.checks.at(-1)).toMatchObject({
+      check: 'domain',
+      status: 'fail',
+      code: 'unknown_tld',
+    });
     expect(dns.queries).toEqual([]);
   });
 
@@ -67,9 +85,17 @@ describe('engine.verify', () => {
 
   it('makes disposable domains and their subdomains risky (low_quality)', async () => {
     const { engine } = engineWithDns();
-    expect(await engine.verify('ann@mailinator.com')).toMatchObject({ state: 'risky', reason: 'low_quality', disposable: true, riskFactors: ['disposable'] });
+    expect(await engine.verify('ann@mailinator.com')).toMatchObject({
+      state: 'risky',
+      reason: 'low_quality',
+      disposable: true,
+      riskFactors: ['disposable'],
+    });
     const offline = createEngine({ offline: true });
-    expect(await offline.verify('ann@inbox.mailinator.com')).toMatchObject({ disposable: true, state: 'risky' });
+    expect(await offline.verify('ann@inbox.mailinator.com')).toMatchObject({
+      disposable: true,
+      state: 'risky',
+    });
   });
 
   it('lowers the score for role, free and no-reply without changing the state', async () => {
@@ -95,21 +121,39 @@ describe('engine.verify', () => {
 
   it('makes mixed-script addresses risky (confusable)', async () => {
     const engine = createEngine({ offline: true });
-    expect(await engine.verify('ann@pаypal.com')).toMatchObject({ state: 'risky', reason: 'low_quality', riskFactors: ['confusable'] });
+    expect(await engine.verify('ann@pаypal.com')).toMatchObject({
+      state: 'risky',
+      reason: 'low_quality',
+      riskFactors: ['confusable'],
+    });
   });
 
   it('maps null MX, NXDOMAIN, timeout and SERVFAIL as DESIGN 2.2 says', async () => {
     const { engine } = engineWithDns();
-    expect(await engine.verify('a@null.io')).toMatchObject({ state: 'undeliverable', reason: 'invalid_domain', riskFactors: ['null_mx'] });
-    expect(await engine.verify('a@nowhere.io')).toMatchObject({ state: 'undeliverable', reason: 'invalid_domain', riskFactors: ['no_mx'] });
+    expect(await engine.verify('a@null.io')).toMatchObject({
+      state: 'undeliverable',
+      reason: 'invalid_domain',
+      riskFactors: ['null_mx'],
+    });
+    expect(await engine.verify('a@nowhere.io')).toMatchObject({
+      state: 'undeliverable',
+      reason: 'invalid_domain',
+      riskFactors: ['no_mx'],
+    });
     expect(await engine.verify('a@slow.io')).toMatchObject({ state: 'risky', reason: 'timeout' });
-    expect(await engine.verify('a@broken.io')).toMatchObject({ state: 'risky', reason: 'no_connect' });
+    expect(await engine.verify('a@broken.io')).toMatchObject({
+      state: 'risky',
+      reason: 'no_connect',
+    });
   });
 
   it('offline: skips mx and caps the score below a DNS-verified one', async () => {
     const offline = await createEngine({ offline: true }).verify('ann@acme.io');
     const online = await engineWithDns().engine.verify('ann@acme.io');
-    expect(offline.checks.find((c) => c.check === 'mx')).toMatchObject({ status: 'skipped', code: 'offline' });
+    expect(offline.checks.find((c) => c.check === 'mx')).toMatchObject({
+      status: 'skipped',
+      code: 'offline',
+    });
     expect(offline.state).toBe('deliverable');
     expect(offline.score).toBeLessThan(online.score);
   });
@@ -118,24 +162,37 @@ describe('engine.verify', () => {
     ['deliverable@example.com', 'deliverable', 'accepted_email'],
     ['UNDELIVERABLE@Example.com', 'undeliverable', 'rejected_email'],
     ['risky@example.com', 'risky', 'low_deliverability'],
-  ])('test address %s is %s for every method, without any lookup', async (address, state, reason) => {
-    const { dns, engine } = engineWithDns();
-    for (const method of ['quick', 'standard', 'smtp'] as const) {
-      expect(await engine.verify(address, { method })).toMatchObject({ state, reason, testAddress: true });
-    }
-    expect(dns.queries).toEqual([]);
-  });
+  ])(
+    'test address %s is %s for every method, without any lookup',
+    async (address, state, reason) => {
+      const { dns, engine } = engineWithDns();
+      for (const method of ['quick', 'standard', 'smtp'] as const) {
+        expect(await engine.verify(address, { method })).toMatchObject({
+          state,
+          reason,
+          testAddress: true,
+        });
+      }
+      expect(dns.queries).toEqual([]);
+    },
+  );
 
   it('reports costs from the method table', () => {
     const { engine } = engineWithDns();
-    expect([engine.cost('quick'), engine.cost('standard'), engine.cost('smtp')]).toEqual([1, 2, 10]);
+    expect([engine.cost('quick'), engine.cost('standard'), engine.cost('smtp')]).toEqual([
+      1, 2, 10,
+    ]);
   });
 
   it('rejects non-strings and unknown methods with a TypeError', async () => {
     const { engine } = engineWithDns();
     await expect(engine.verify(undefined as unknown as string)).rejects.toThrow(TypeError);
-    await expect(engine.verify('a@acme.io', { method: 'deep' as 'quick' })).rejects.toThrow(/Unknown method "deep"/);
-    await expect(engine.verify('a@acme.io', { method: 'toString' as 'quick' })).rejects.toThrow(TypeError);
+    await expect(engine.verify('a@acme.io', { method: 'deep' as 'quick' })).rejects.toThrow(
+      /Unknown method "deep"/,
+    );
+    await expect(engine.verify('a@acme.io', { method: 'toString' as 'quick' })).rejects.toThrow(
+      TypeError,
+    );
     expect(() => engine.cost('x' as 'quick')).toThrow(TypeError);
   });
 
@@ -148,7 +205,15 @@ describe('engine.verify', () => {
 
   it('answers any string with a verdict, never an exception', async () => {
     const engine = createEngine({ offline: true });
-    for (const input of ['', 'x'.repeat(1_000_000), '\ud800@x.com', 'a\u0000b@x.com', 'a\r\nb@x.com', '@@@', '\u{10ffff}@\u{10ffff}.com']) {
+    for (const input of [
+      '',
+      'x'.repeat(1_000_000),
+      '\ud800@x.com',
+      'a\u0000b@x.com',
+      'a\r\nb@x.com',
+      '@@@',
+      '\u{10ffff}@\u{10ffff}.com',
+    ]) {
       const verdict = await engine.verify(input);
       expect(verdict.state).toBe('undeliverable');
       expect(verdict.reason).toBe('invalid_email');
@@ -156,7 +221,10 @@ describe('engine.verify', () => {
   });
 
   it('takes injected list data', async () => {
-    const engine = createEngine({ offline: true, checkers: { disposable: disposable(new DomainSet(['acme.io'])) } });
+    const engine = createEngine({
+      offline: true,
+      checkers: { disposable: disposable(new DomainSet(['acme.io'])) },
+    });
     expect(await engine.verify('ann@acme.io')).toMatchObject({ disposable: true });
     expect(await engine.verify('ann@mailinator.com')).toMatchObject({ disposable: false });
   });

@@ -27,7 +27,13 @@ describe('offline verification', () => {
     const seen = await networkResourcesDuring(async () => {
       const engine = createEngine({ offline: true });
       for (const method of ['quick', 'standard'] as const) {
-        for (const address of ['ann@acme.io', 'sales@gmail.com', 'x@mailinator.com', 'user@bücher.de', 'bad..x@y.com']) {
+        for (const address of [
+          'ann@acme.io',
+          'sales@gmail.com',
+          'x@mailinator.com',
+          'user@bücher.de',
+          'bad..x@y.com',
+        ]) {
           await engine.verify(address, { method });
         }
       }

@@ -1,9 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { createEngine } from '../../src/engine/engine.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
-import { DETAILED_FIELDS, parseFields, selectFields, toCompact, toDetailed, toShapeB, UnknownFieldError } from '../../src/format/shapes.js';
+import {
+  DETAILED_FIELDS,
+  parseFields,
+  selectFields,
+  toCompact,
+  toDetailed,
+  toShapeB,
+  UnknownFieldError,
+} from '../../src/format/shapes.js';
 
-const engine = createEngine({ dns: createMemoryDns({ 'gmail.com': ['gmail-smtp-in.l.google.com'] }) });
+const engine = createEngine({
+  dns: createMemoryDns({ 'gmail.com': ['gmail-smtp-in.l.google.com'] }),
+});
 
 describe('result shapes', () => {
   it('shape A compact has exactly email, state, score, reason', async () => {
@@ -14,12 +24,28 @@ describe('result shapes', () => {
   it('shape A detailed adds the documented fields in snake_case', async () => {
     const detailed = toDetailed(await engine.verify('Sales@gmail.com'));
     expect(Object.keys(detailed)).toEqual(DETAILED_FIELDS);
-    expect(detailed).toMatchObject({ email: 'Sales@gmail.com', user: 'Sales', domain: 'gmail.com', mx_record: 'gmail-smtp-in.l.google.com', smtp_provider: 'google', role: true, free: true, disposable: false, catch_all: null, mailbox_full: null, no_reply: false });
+    expect(detailed).toMatchObject({
+      email: 'Sales@gmail.com',
+      user: 'Sales',
+      domain: 'gmail.com',
+      mx_record: 'gmail-smtp-in.l.google.com',
+      smtp_provider: 'google',
+      role: true,
+      free: true,
+      disposable: false,
+      catch_all: null,
+      mailbox_full: null,
+      no_reply: false,
+    });
   });
 
   it('fields selects top-level fields and always includes email', async () => {
     const verdict = await engine.verify('ann@gmail.com');
-    expect(selectFields(verdict, parseFields('score, free'))).toEqual({ email: 'ann@gmail.com', score: verdict.score, free: true });
+    expect(selectFields(verdict, parseFields('score, free'))).toEqual({
+      email: 'ann@gmail.com',
+      score: verdict.score,
+      free: true,
+    });
   });
 
   it('an unknown field is a typed error naming the allowed ones', () => {
@@ -27,7 +53,11 @@ describe('result shapes', () => {
     try {
       parseFields(['colour']);
     } catch (error) {
-      expect(error).toMatchObject({ code: 'invalid_request', field: 'colour', allowed: DETAILED_FIELDS });
+      expect(error).toMatchObject({
+        code: 'invalid_request',
+        field: 'colour',
+        allowed: DETAILED_FIELDS,
+      });
       expect((error as Error).message).toContain('mx_record');
     }
   });
@@ -37,6 +67,11 @@ describe('result shapes', () => {
     expect(bad).toMatchObject({ status: 'invalid', deliverability: 'undeliverable', score: 0 });
     expect('site_source' in bad).toBe(false);
     const good = toShapeB(await engine.verify('ann@gmail.com'), 'signup');
-    expect(good).toMatchObject({ status: 'valid', deliverability: 'deliverable', risk_factors: ['free'], site_source: 'signup' });
+    expect(good).toMatchObject({
+      status: 'valid',
+      deliverability: 'deliverable',
+      risk_factors: ['free'],
+      site_source: 'signup',
+    });
   });
 });

@@ -39,11 +39,14 @@ export async function startDnsServer(zone: Record<string, ZoneEntry>): Promise<T
     const answers: dnsPacket.Answer[] = [];
     if (entry !== undefined && !('rcode' in entry)) {
       if (question.type === 'MX') {
-        for (const mx of entry.mx ?? []) answers.push({ type: 'MX', name: question.name, ttl: 60, data: mx });
+        for (const mx of entry.mx ?? [])
+          answers.push({ type: 'MX', name: question.name, ttl: 60, data: mx });
       } else if (question.type === 'A') {
-        for (const ip of entry.a ?? []) answers.push({ type: 'A', name: question.name, ttl: 60, data: ip });
+        for (const ip of entry.a ?? [])
+          answers.push({ type: 'A', name: question.name, ttl: 60, data: ip });
       } else if (question.type === 'AAAA') {
-        for (const ip of entry.aaaa ?? []) answers.push({ type: 'AAAA', name: question.name, ttl: 60, data: ip });
+        for (const ip of entry.aaaa ?? [])
+          answers.push({ type: 'AAAA', name: question.name, ttl: 60, data: ip });
       }
     }
     const response = dnsPacket.encode({

@@ -6,7 +6,10 @@ import fc from 'fast-check';
  */
 export function fcParams<T>(overrides: fc.Parameters<T> = {}): fc.Parameters<T> {
   const fromEnv = process.env.FC_SEED;
-  const seed = fromEnv !== undefined && fromEnv !== '' ? Number(fromEnv) : Date.now() ^ (Math.random() * 0x7fffffff);
+  const seed =
+    fromEnv !== undefined && fromEnv !== ''
+      ? Number(fromEnv)
+      : Date.now() ^ (Math.random() * 0x7fffffff);
   const numRuns = process.env.FC_RUNS !== undefined ? Number(process.env.FC_RUNS) : undefined;
   return {
     seed,

@@ -8,7 +8,12 @@ let server: TestDnsServer;
 
 beforeAll(async () => {
   const zone: Parameters<typeof startDnsServer>[0] = {
-    'mx.test-zone.com': { mx: [{ exchange: 'mx2.mx.test-zone.com', preference: 20 }, { exchange: 'mx1.mx.test-zone.com', preference: 10 }] },
+    'mx.test-zone.com': {
+      mx: [
+        { exchange: 'mx2.mx.test-zone.com', preference: 20 },
+        { exchange: 'mx1.mx.test-zone.com', preference: 10 },
+      ],
+    },
     'nullmx.test-zone.com': { mx: [{ exchange: '.', preference: 0 }] },
     'aonly.test-zone.com': { a: ['192.0.2.10'] },
     'v6only.test-zone.com': { aaaa: ['2001:db8::10'] },
@@ -17,7 +22,8 @@ beforeAll(async () => {
     'refused.test-zone.com': { rcode: 'REFUSED' },
     'silent.test-zone.com': { silent: true },
   };
-  for (let i = 0; i < 10; i++) zone[`d${i}.test-zone.com`] = { mx: [{ exchange: `mx.d${i}.test-zone.com`, preference: 10 }] };
+  for (let i = 0; i < 10; i++)
+    zone[`d${i}.test-zone.com`] = { mx: [{ exchange: `mx.d${i}.test-zone.com`, preference: 10 }] };
   server = await startDnsServer(zone);
 });
 
@@ -45,8 +51,14 @@ describe('node DNS adapter against a real DNS server on loopback', () => {
   });
 
   it('falls back to the A or AAAA record as an implicit MX', async () => {
-    expect(await dns().mx('aonly.test-zone.com')).toEqual({ kind: 'implicit', host: 'aonly.test-zone.com' });
-    expect(await dns().mx('v6only.test-zone.com')).toEqual({ kind: 'implicit', host: 'v6only.test-zone.com' });
+    expect(await dns().mx('aonly.test-zone.com')).toEqual({
+      kind: 'implicit',
+      host: 'aonly.test-zone.com',
+    });
+    expect(await dns().mx('v6only.test-zone.com')).toEqual({
+      kind: 'implicit',
+      host: 'v6only.test-zone.com',
+    });
   });
 
   it('tells NXDOMAIN from a domain with no records', async () => {
@@ -67,7 +79,9 @@ describe('node DNS adapter against a real DNS server on loopback', () => {
   it('turns each outcome into the verdict DESIGN 2.2 asks for', async () => {
     const engine = createEngine({ dns: dns(300) });
     const verdicts = await Promise.all(
-      ['mx', 'nullmx', 'aonly', 'missing', 'empty', 'servfail', 'silent'].map((d) => engine.verify(`ann@${d}.test-zone.com`)),
+      ['mx', 'nullmx', 'aonly', 'missing', 'empty', 'servfail', 'silent'].map((d) =>
+        engine.verify(`ann@${d}.test-zone.com`),
+      ),
     );
     expect(verdicts.map((v) => [v.state, v.reason])).toEqual([
       ['deliverable', 'accepted_email'],
@@ -85,7 +99,9 @@ describe('node DNS adapter against a real DNS server on loopback', () => {
     const engine = createEngine({ dns: createCachedDns(dns()) });
     const before = server.questions.filter((q) => q.startsWith('MX d')).length;
     const verdicts = await Promise.all(
-      Array.from({ length: 1000 }, (_, i) => engine.verify(`user${i}@d${i % 10}.test-zone.com`, { method: 'quick' })),
+      Array.from({ length: 1000 }, (_, i) =>
+        engine.verify(`user${i}@d${i % 10}.test-zone.com`, { method: 'quick' }),
+      ),
     );
     expect(verdicts.every((v) => v.state === 'deliverable')).toBe(true);
     const asked = server.questions.filter((q) => q.startsWith('MX d')).length - before;

@@ -7,12 +7,53 @@ import type { MxAnswer } from '../../src/ports/dns.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { fcParams } from '../helpers/fast-check.js';
 
-const FACTORS: RiskFactor[] = ['disposable', 'role', 'free', 'no_reply', 'confusable', 'no_mx', 'null_mx', 'catch_all', 'mailbox_full', 'smtp_rejected', 'greylisted', 'dns_unavailable'];
+const FACTORS: RiskFactor[] = [
+  'disposable',
+  'role',
+  'free',
+  'no_reply',
+  'confusable',
+  'no_mx',
+  'null_mx',
+  'catch_all',
+  'mailbox_full',
+  'smtp_rejected',
+  'greylisted',
+  'dns_unavailable',
+];
 
-const local = fc.constantFrom('john', 'info', 'sales', 'noreply', 'no-reply+x', 'pаypal', 'a..b', 'Ünïcode', 'deliverable', 'risky', 'undeliverable', '');
-const domain = fc.constantFrom('gmail.com', 'mailinator.com', 'x.mailinator.com', 'acme.io', 'example.com', 'example.notarealtld', 'down.io', 'slow.io', 'null.io', 'bücher.de', 'nx.io');
+const local = fc.constantFrom(
+  'john',
+  'info',
+  'sales',
+  'noreply',
+  'no-reply+x',
+  'pаypal',
+  'a..b',
+  'Ünïcode',
+  'deliverable',
+  'risky',
+  'undeliverable',
+  '',
+);
+const domain = fc.constantFrom(
+  'gmail.com',
+  'mailinator.com',
+  'x.mailinator.com',
+  'acme.io',
+  'example.com',
+  'example.notarealtld',
+  'down.io',
+  'slow.io',
+  'null.io',
+  'bücher.de',
+  'nx.io',
+);
 const answers: Record<string, MxAnswer> = {
-  'gmail.com': { kind: 'records', hosts: [{ exchange: 'gmail-smtp-in.l.google.com', priority: 5 }] },
+  'gmail.com': {
+    kind: 'records',
+    hosts: [{ exchange: 'gmail-smtp-in.l.google.com', priority: 5 }],
+  },
   'mailinator.com': { kind: 'records', hosts: [{ exchange: 'mail.mailinator.com', priority: 10 }] },
   'acme.io': { kind: 'implicit', host: 'acme.io' },
   'down.io': { kind: 'failure', code: 'servfail' },
@@ -24,12 +65,17 @@ const answers: Record<string, MxAnswer> = {
 describe('scorer and verdict properties', () => {
   it('score() stays in its state band for any start and factors', () => {
     fc.assert(
-      fc.property(fc.constantFrom('deliverable', 'risky', 'undeliverable' as const), fc.integer({ min: -500, max: 500 }), fc.array(fc.constantFrom(...FACTORS)), (state, start, factors) => {
-        const value = score(state, start, factors);
-        const [low, high] = SCORE_BANDS[state];
-        expect(value).toBeGreaterThanOrEqual(low);
-        expect(value).toBeLessThanOrEqual(high);
-      }),
+      fc.property(
+        fc.constantFrom('deliverable', 'risky', 'undeliverable' as const),
+        fc.integer({ min: -500, max: 500 }),
+        fc.array(fc.constantFrom(...FACTORS)),
+        (state, start, factors) => {
+          const value = score(state, start, factors);
+          const [low, high] = SCORE_BANDS[state];
+          expect(value).toBeGreaterThanOrEqual(low);
+          expect(value).toBeLessThanOrEqual(high);
+        },
+      ),
       fcParams(),
     );
   });

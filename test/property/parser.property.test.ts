@@ -17,7 +17,27 @@ const plausible = fc
 const anyString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 300 }),
   fc.string({ unit: 'grapheme', maxLength: 100 }),
-  fc.string({ unit: fc.constantFrom('a', '.', '"', '@', '\\', '[', ']', ':', '-', 'é', '\u0000', '\r', '\n', ' ', 'x', 'n'), maxLength: 80 }),
+  fc.string({
+    unit: fc.constantFrom(
+      'a',
+      '.',
+      '"',
+      '@',
+      '\\',
+      '[',
+      ']',
+      ':',
+      '-',
+      'é',
+      '\u0000',
+      '\r',
+      '\n',
+      ' ',
+      'x',
+      'n',
+    ),
+    maxLength: 80,
+  }),
   plausible,
 );
 
@@ -40,7 +60,11 @@ describe('parser properties', () => {
         const first = parseAddress(input, options);
         if (!first.ok) return;
         const second = parseAddress(first.address, options);
-        expect(second).toMatchObject({ ok: true, address: first.address, asciiDomain: first.asciiDomain });
+        expect(second).toMatchObject({
+          ok: true,
+          address: first.address,
+          asciiDomain: first.asciiDomain,
+        });
       }),
       fcParams({ numRuns: 3000 }),
     );
