@@ -18,7 +18,7 @@ export const MAX_DOMAIN_OCTETS = 253;
  * Special-use names that never take mail from the internet: RFC 6761 (localhost, test,
  * invalid), RFC 6762 (local), RFC 7686 (onion), RFC 9476 (alt), arpa, and ICANN's `internal`.
  */
-const SPECIAL_USE_TLDS: ReadonlySet<string> = new Set([
+export const SPECIAL_USE_TLDS: ReadonlySet<string> = new Set([
   'arpa',
   'invalid',
   'local',
@@ -131,12 +131,13 @@ function mapInternationalDomain(raw: string): { ok: true; ascii: string } | Doma
 
 // One table lookup per character: bench/ measured a separate LDH pass, toLowerCase and
 // split('.') at about 3x the cost of this single scan on ordinary domains.
-const LOWER = 1;
-const UPPER = 2;
-const DIGIT = 3;
-const HYPHEN = 4;
-const DOT = 5;
-const DOMAIN_CHAR = new Uint8Array(128);
+export const LOWER = 1;
+export const UPPER = 2;
+export const DIGIT = 3;
+export const HYPHEN = 4;
+export const DOT = 5;
+/** The kind of each ASCII character in a host name; 0 for any character not allowed. */
+export const DOMAIN_CHAR = new Uint8Array(128);
 for (let code = 0x61; code <= 0x7a; code++) DOMAIN_CHAR[code] = LOWER;
 for (let code = 0x41; code <= 0x5a; code++) DOMAIN_CHAR[code] = UPPER;
 for (let code = 0x30; code <= 0x39; code++) DOMAIN_CHAR[code] = DIGIT;

@@ -33,7 +33,7 @@ function fail(code: ParseErrorCode, message: string): LocalFailure {
 }
 
 // RFC 5322 3.2.3 atext, as a 128-entry table: one array read per character on the hot path.
-const ATEXT = new Uint8Array(128);
+export const ATEXT = new Uint8Array(128);
 for (const char of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-/=?^_`{|}~") {
   ATEXT[char.charCodeAt(0)] = 1;
 }

@@ -39,8 +39,10 @@ export const PROFILES: Readonly<Record<ProfileName, ResolvedParseOptions>> = Obj
 });
 
 export function resolveParseOptions(
-  options: ParseOptions & { readonly profile?: ProfileName } = {},
+  options?: ParseOptions & { readonly profile?: ProfileName },
 ): ResolvedParseOptions {
+  // No allocation on the hot path: most calls pass nothing or a bare profile.
+  if (options === undefined) return DEFAULT_PROFILE;
   const base = PROFILES[options.profile ?? 'default'];
   if (
     options.allowQuotedLocal === undefined &&

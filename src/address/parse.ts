@@ -1,4 +1,5 @@
 import { parseDomain } from './domain.js';
+import { MAX_ADDRESS_OCTETS, parseCommonAscii } from './fast-path.js';
 import { failure, type ParseFailure } from './errors.js';
 import { parseLocalPart } from './local-part.js';
 import { resolveParseOptions, type ParseOptions, type ProfileName } from './options.js';
@@ -9,8 +10,7 @@ import { utf8Length } from './unicode.js';
  * longer than 254 octets; the margin leaves room for decomposed Unicode that NFC shortens.
  */
 export const MAX_INPUT_LENGTH = 1024;
-/** RFC 5321 4.5.3.1.3: a path of 256 octets, less the angle brackets. */
-export const MAX_ADDRESS_OCTETS = 254;
+export { MAX_ADDRESS_OCTETS };
 
 /** A successfully parsed address: the one canonical form that everything downstream uses. */
 export interface ParsedAddress {
@@ -65,6 +65,9 @@ export function parseAddress(input: string, options?: ParseAddressOptions): Pars
     );
   }
 
+  const common = parseCommonAscii(input, rules);
+  if (common !== undefined) return common;
+
   const at = input.lastIndexOf('@');
   if (at < 0) return noAtSign(input);
   const first = input.charCodeAt(0);
@@ -77,13 +80,18 @@ export function parseAddress(input: string, options?: ParseAddressOptions): Pars
     );
   }
 
-  const local = parseLocalPart(input.slice(0, at), rules);
+  const rawLocal = input.slice(0, at);
+  const local = parseLocalPart(rawLocal, rules);
   if (!local.ok) return failure(input, local.code, local.message);
-  const domain = parseDomain(input.slice(at + 1), rules);
+  const rawDomain = input.slice(at + 1);
+  const domain = parseDomain(rawDomain, rules);
   if (!domain.ok) return failure(input, domain.code, domain.message);
 
-  const address = `${local.local}@${domain.unicode}`;
-  const asciiAddress = local.ascii ? `${local.local}@${domain.ascii}` : null;
+  // Most addresses are already normal: reuse the input rather than build an equal string.
+  // (=== on the very same string objects is a pointer comparison in V8.)
+  const unchanged = local.local === rawLocal && domain.unicode === rawDomain;
+  const address = unchanged ? input : `${local.local}@${domain.unicode}`;
+  const asciiAddress = local.ascii ? (domain.ascii === domain.unicode ? address : `${local.local}@${domain.ascii}`) : null;
   // Every form must fit: the Unicode one travels with SMTPUTF8, the ASCII one without, and
   // the one as written (before NFC) is what the sender's own software will try to use.
   const simple = local.ascii && domain.unicode === domain.ascii;

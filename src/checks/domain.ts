@@ -26,13 +26,16 @@ export function icannTldLookup(): TldLookup {
  * (`user@example.notarealtld`) is an invalid domain without a DNS query.
  */
 export function domain(isKnownTld: TldLookup = icannTldLookup()): Checker {
+  const literal = skipped('domain', 'domain_literal');
+  const known = pass('domain');
+  const unknownTld = fail('domain', 'unknown_tld');
   return {
     name: 'domain',
     run({ parsed }) {
-      if (parsed.domainLiteral) return skipped('domain', 'domain_literal');
+      if (parsed.domainLiteral) return literal;
       const dot = parsed.asciiDomain.lastIndexOf('.');
       const tld = dot < 0 ? parsed.asciiDomain : parsed.asciiDomain.slice(dot + 1);
-      return isKnownTld(tld) ? pass('domain') : fail('domain', 'unknown_tld');
+      return isKnownTld(tld) ? known : unknownTld;
     },
   };
 }

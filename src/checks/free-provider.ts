@@ -4,12 +4,12 @@ import type { DomainSet } from './domain-set.js';
 
 /** Flags mailboxes at free providers (gmail.com, outlook.com, ...): personal, not business. */
 export function freeProvider(list: DomainSet = DEFAULT_FREE_PROVIDERS): Checker {
+  const isFree = risky('free_provider', 'free_provider', 'free');
+  const notFree = pass('free_provider');
   return {
     name: 'free_provider',
     run({ parsed }) {
-      return list.has(parsed.asciiDomain)
-        ? risky('free_provider', 'free_provider', 'free')
-        : pass('free_provider');
+      return list.has(parsed.asciiDomain) ? isFree : notFree;
     },
   };
 }

@@ -9,6 +9,20 @@ import {
   type Finding,
 } from './checker.js';
 
+const LITERAL = pass('mx', 'domain_literal');
+const OFFLINE = skipped('mx', 'offline');
+const FOUND = pass('mx');
+const IMPLICIT = pass('mx', 'implicit_mx');
+const NULL_MX = fail('mx', 'null_mx', 'null_mx');
+const NO_MX = fail('mx', 'no_mx', 'no_mx');
+const NXDOMAIN = fail('mx', 'nxdomain', 'no_mx');
+const DNS_FAILURE = {
+  timeout: unknown('mx', 'dns_timeout', 'dns_unavailable'),
+  servfail: unknown('mx', 'dns_servfail', 'dns_unavailable'),
+  refused: unknown('mx', 'dns_refused', 'dns_unavailable'),
+  error: unknown('mx', 'dns_error', 'dns_unavailable'),
+} as const;
+
 /**
  * Looks up where the domain's mail goes. Null MX (RFC 7505), NXDOMAIN and a domain with no
  * records mean no mail can be delivered; SERVFAIL and timeouts are unknown, never invalid.
@@ -21,9 +35,9 @@ export function mx(): Checker {
       if (parsed.domainLiteral) {
         // The literal is the mail host (RFC 5321 4.1.3): nothing to look up.
         facts.mx = { hosts: [{ exchange: parsed.asciiDomain, priority: 0 }], implicit: true };
-        return pass('mx', 'domain_literal');
+        return LITERAL;
       }
-      if (ports.dns.offline === true) return skipped('mx', 'offline');
+      if (ports.dns.offline === true) return OFFLINE;
       return ports.dns.mx(parsed.asciiDomain, signal).then((answer) => mxFinding(facts, answer));
     },
   };
@@ -34,19 +48,19 @@ export function mxFinding(facts: AddressFacts, answer: MxAnswer): Finding {
   switch (answer.kind) {
     case 'records':
       facts.mx = { hosts: answer.hosts, implicit: false };
-      return pass('mx');
+      return FOUND;
     case 'implicit':
       facts.mx = { hosts: [{ exchange: answer.host, priority: 0 }], implicit: true };
-      return pass('mx', 'implicit_mx');
+      return IMPLICIT;
     case 'null_mx':
-      return fail('mx', 'null_mx', 'null_mx');
+      return NULL_MX;
     case 'no_records':
-      return fail('mx', 'no_mx', 'no_mx');
+      return NO_MX;
     case 'nxdomain':
-      return fail('mx', 'nxdomain', 'no_mx');
+      return NXDOMAIN;
     case 'failure':
-      return unknown('mx', `dns_${answer.code}`, 'dns_unavailable');
+      return DNS_FAILURE[answer.code];
     case 'offline':
-      return skipped('mx', 'offline');
+      return OFFLINE;
   }
 }

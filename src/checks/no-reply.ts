@@ -14,13 +14,13 @@ function withoutSeparators(name: string): string {
 
 /** Flags no-reply senders (noreply, do-not-reply, ...): mail to them is not read. */
 export function noReply(names: readonly string[] = DEFAULT_NO_REPLY_NAMES): Checker {
+  const isNoReply = risky('no_reply', 'no_reply_address', 'no_reply');
+  const notNoReply = pass('no_reply');
   return {
     name: 'no_reply',
     run({ parsed }) {
       const name = withoutSeparators(mailboxName(parsed.local));
-      return names.some((prefix) => name.startsWith(prefix))
-        ? risky('no_reply', 'no_reply_address', 'no_reply')
-        : pass('no_reply');
+      return names.some((prefix) => name.startsWith(prefix)) ? isNoReply : notNoReply;
     },
   };
 }

@@ -6,8 +6,10 @@ import { fail, pass, risky, type Finding } from './checker.js';
  * later check, so this checker never parses again. A confusable (mixed-script) address is
  * valid syntax, reported as a risk.
  */
+const VALID = pass('syntax');
+const MIXED_SCRIPT = risky('syntax', 'mixed_script', 'confusable');
+
 export function syntaxFinding(parsed: ParseResult): Finding {
   if (!parsed.ok) return fail('syntax', parsed.code);
-  if (parsed.confusable) return risky('syntax', 'mixed_script', 'confusable');
-  return pass('syntax');
+  return parsed.confusable ? MIXED_SCRIPT : VALID;
 }

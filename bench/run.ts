@@ -1,0 +1,115 @@
+/**
+ * npm run bench: one table of throughput for mailverdict and its peers on the same seeded
+ * corpus in the same process, as ratios to validator's isEmail; then hostile inputs and cold
+ * start. Figures are measurements of this run on this machine, never asserted by tests.
+ */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { isEmailValid } from '@hapi/address';
+import emailValidator from 'email-validator';
+import validator from 'validator';
+import { createEngine, parseAddress } from '../src/index.js';
+import { generateCorpus } from './corpus.js';
+
+const SIZE = Number(process.env.BENCH_SIZE ?? 200_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const corpus = generateCorpus(SIZE);
+
+interface Row {
+  name: string;
+  perSecond: number;
+  accepted: number;
+}
+
+/** Best of ROUNDS passes over the corpus (after one warm-up pass). */
+async function measure(name: string, pass: () => number | Promise<number>): Promise<Row> {
+  await pass();
+  let best = 0;
+  let accepted = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    const started = performance.now();
+    accepted = await pass();
+    const seconds = (performance.now() - started) / 1000;
+    best = Math.max(best, corpus.length / seconds);
+  }
+  return { name, perSecond: best, accepted };
+}
+
+function count(check: (address: string) => boolean): () => number {
+  return () => {
+    let accepted = 0;
+    for (const address of corpus) if (check(address)) accepted++;
+    return accepted;
+  };
+}
+
+const offline = createEngine({ offline: true });
+function verifyPass(method: 'quick' | 'standard') {
+  return async () => {
+    let accepted = 0;
+    for (const address of corpus) {
+      const verdict = await offline.verify(address, { method });
+      if (verdict.state !== 'undeliverable') accepted++;
+    }
+    return accepted;
+  };
+}
+
+const rows: Row[] = [];
+rows.push(await measure('validator isEmail', count((a) => validator.isEmail(a))));
+rows.push(await measure('email-validator validate', count((a) => emailValidator.validate(a))));
+rows.push(await measure('@hapi/address isEmailValid', count((a) => isEmailValid(a))));
+rows.push(await measure('mailverdict parseAddress', count((a) => parseAddress(a).ok)));
+rows.push(await measure('mailverdict verify quick (offline)', verifyPass('quick')));
+rows.push(await measure('mailverdict verify standard (offline)', verifyPass('standard')));
+
+const baseline = rows[0]?.perSecond ?? 1;
+console.log(`\nSyntax and offline verification: ${corpus.length.toLocaleString('en')} addresses (seeded), best of ${ROUNDS}, Node ${process.version}\n`);
+console.log('| implementation | addresses/s | vs isEmail | accepted |');
+console.log('|---|---:|---:|---:|');
+for (const row of rows) {
+  console.log(`| ${row.name} | ${Math.round(row.perSecond).toLocaleString('en')} | ${(row.perSecond / baseline).toFixed(2)}x | ${row.accepted.toLocaleString('en')} |`);
+}
+
+// Hostile inputs: 1 MB strings of the characters that make naive parsers backtrack.
+console.log('\nHostile 1 MB inputs (parseAddress, default and rfc profiles)\n');
+console.log('| input | default ms | rfc ms | code |');
+console.log('|---|---:|---:|---|');
+for (const [name, unit] of [['a', 'a'], ['.', '.'], ['"', '"'], ['@', '@'], ['\\', '\\'], ['a@ mixed', 'a@.']] as const) {
+  const input = unit.repeat(Math.ceil(1_000_000 / unit.length));
+  const time = (profile: 'default' | 'rfc') => {
+    const started = performance.now();
+    const result = parseAddress(input, { profile });
+    return { ms: performance.now() - started, code: result.ok ? 'ok' : result.code };
+  };
+  const d = time('default');
+  const r = time('rfc');
+  console.log(`| ${name} x 1 MB | ${d.ms.toFixed(4)} | ${r.ms.toFixed(4)} | ${d.code} |`);
+}
+
+// Cold start: a fresh process importing the built package and producing its first verdict.
+const root = fileURLToPath(new URL('..', import.meta.url));
+function coldStart(args: string[]): { ms: number; rssMb: number } {
+  const samples: Array<{ ms: number; rssMb: number }> = [];
+  for (let i = 0; i < 5; i++) {
+    const started = performance.now();
+    const child = spawnSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
+    const ms = performance.now() - started;
+    if (child.status !== 0) throw new Error(`cold start failed: ${child.stderr}`);
+    const rssKb = Number(child.stdout.trim().split('\n').at(-1));
+    samples.push({ ms, rssMb: rssKb / 1024 });
+  }
+  samples.sort((a, b) => a.ms - b.ms);
+  return samples[2] as { ms: number; rssMb: number };
+}
+const bare = coldStart(['-e', 'console.log(process.resourceUsage().maxRSS)']);
+const first = coldStart([
+  '--input-type=module',
+  '-e',
+  "const { createEngine } = await import('./dist/index.js'); const v = await createEngine({ offline: true }).verify('ann@mailinator.com', { method: 'standard' }); if (v.state !== 'risky') process.exit(1); console.log(process.resourceUsage().maxRSS)",
+]);
+console.log('\nCold start (median of 5 fresh processes; needs `npm run build`)\n');
+console.log('| process | wall ms | max RSS MB |');
+console.log('|---|---:|---:|');
+console.log(`| node -e 0 | ${bare.ms.toFixed(1)} | ${bare.rssMb.toFixed(1)} |`);
+console.log(`| import mailverdict + first standard verdict (offline) | ${first.ms.toFixed(1)} | ${first.rssMb.toFixed(1)} |`);

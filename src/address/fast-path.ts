@@ -1,0 +1,89 @@
+import { DOMAIN_CHAR, DOT, HYPHEN, LOWER, MAX_DOMAIN_OCTETS, MAX_LABEL_OCTETS, SPECIAL_USE_TLDS, UPPER } from './domain.js';
+import { ATEXT, MAX_LOCAL_OCTETS } from './local-part.js';
+import type { ResolvedParseOptions } from './options.js';
+import type { ParsedAddress } from './parse.js';
+
+/** RFC 5321 4.5.3.1.3: a path of 256 octets, less the angle brackets. */
+export const MAX_ADDRESS_OCTETS = 254;
+
+/**
+ * The commonest address in one pass and one allocation: an ASCII dot-atom at an ASCII host
+ * name without A-labels. Anything else, valid or not, returns undefined and goes to the full
+ * parser, which is the source of truth: this path only ever accepts what the full parser
+ * accepts (test/property/fast-path.property.test.ts), and reports no errors of its own.
+ *
+ * bench/: the full parser's separate local, domain and result objects cost about twice this
+ * path on ordinary addresses.
+ */
+export function parseCommonAscii(input: string, rules: ResolvedParseOptions): ParsedAddress | undefined {
+  const length = input.length;
+  if (length > MAX_ADDRESS_OCTETS) return undefined;
+  let i = 0;
+  let previousDot = true; // no leading dot
+  for (; i < length; i++) {
+    const code = input.charCodeAt(i);
+    if (code === 0x40) break;
+    if (code === 0x2e) {
+      if (previousDot) return undefined;
+      previousDot = true;
+    } else if (code >= 0x80 || ATEXT[code] !== 1) {
+      return undefined;
+    } else {
+      previousDot = false;
+    }
+  }
+  const at = i;
+  if (previousDot || at === length || at > MAX_LOCAL_OCTETS) return undefined;
+
+  const domainStart = at + 1;
+  if (length - domainStart > MAX_DOMAIN_OCTETS) return undefined;
+  let labelStart = domainStart;
+  let tldStart = domainStart;
+  let hasUpper = false;
+  let lastKind = 0;
+  for (i = domainStart; i <= length; i++) {
+    if (i < length) {
+      const code = input.charCodeAt(i);
+      if (code >= 0x80) return undefined;
+      const kind = DOMAIN_CHAR[code] as number;
+      if (kind === 0) return undefined;
+      if (kind === UPPER) hasUpper = true;
+      if (kind !== DOT) {
+        lastKind = kind;
+        continue;
+      }
+    }
+    const labelLength = i - labelStart;
+    if (labelLength === 0 || labelLength > MAX_LABEL_OCTETS) return undefined;
+    if (input.charCodeAt(labelStart) === 0x2d || lastKind === HYPHEN) return undefined;
+    // "--" in positions 3-4: an A-label or a reserved R-LDH label, for the full parser.
+    if (labelLength >= 4 && input.charCodeAt(labelStart + 2) === 0x2d && input.charCodeAt(labelStart + 3) === 0x2d) {
+      return undefined;
+    }
+    tldStart = labelStart;
+    labelStart = i + 1;
+  }
+
+  const local = input.slice(0, at);
+  const domain = hasUpper ? input.slice(domainStart).toLowerCase() : input.slice(domainStart);
+  if (rules.globallyDeliverable) {
+    if (tldStart === domainStart || (lastKind !== LOWER && lastKind !== UPPER)) return undefined;
+    const tldLength = length - tldStart;
+    if (tldLength >= 3 && tldLength <= 9 && SPECIAL_USE_TLDS.has(domain.slice(tldStart - domainStart))) {
+      return undefined;
+    }
+  }
+  const address = hasUpper ? `${local}@${domain}` : input;
+  return {
+    ok: true,
+    input,
+    local,
+    domain,
+    asciiDomain: domain,
+    address,
+    asciiAddress: address,
+    smtpUtf8: false,
+    domainLiteral: false,
+    confusable: false,
+  };
+}
