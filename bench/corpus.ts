@@ -15,14 +15,82 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-const FIRST = ['john', 'mary', 'li', 'ahmed', 'sofia', 'lukas', 'yuki', 'olga', 'pedro', 'amara', 'chen', 'fatima'];
-const LAST = ['smith', 'garcia', 'wang', 'khan', 'rossi', 'muller', 'sato', 'ivanova', 'silva', 'okafor'];
-const COMPANY = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark', 'wayne', 'wonka', 'tyrell', 'cyberdyne'];
+const FIRST = [
+  'john',
+  'mary',
+  'li',
+  'ahmed',
+  'sofia',
+  'lukas',
+  'yuki',
+  'olga',
+  'pedro',
+  'amara',
+  'chen',
+  'fatima',
+];
+const LAST = [
+  'smith',
+  'garcia',
+  'wang',
+  'khan',
+  'rossi',
+  'muller',
+  'sato',
+  'ivanova',
+  'silva',
+  'okafor',
+];
+const COMPANY = [
+  'acme',
+  'globex',
+  'initech',
+  'umbrella',
+  'hooli',
+  'stark',
+  'wayne',
+  'wonka',
+  'tyrell',
+  'cyberdyne',
+];
 const TLDS = ['com', 'net', 'org', 'io', 'co.uk', 'de', 'fr', 'com.au', 'nl', 'ca'];
-const FREE = ['gmail.com', 'yahoo.com', 'outlook.com', 'hotmail.com', 'icloud.com', 'gmx.de', 'proton.me'];
-const DISPOSABLE = ['mailinator.com', 'guerrillamail.com', '10minutemail.com', 'yopmail.com', 'trashmail.com', 'temp-mail.org'];
-const ROLES = ['info', 'sales', 'support', 'admin', 'contact', 'billing', 'hello', 'noreply', 'no-reply'];
-const IDN = ['bücher.de', 'münchen.de', 'пример.рф', '例え.jp', 'ελλάδα.gr', 'café.fr', 'xn--bcher-kva.de'];
+const FREE = [
+  'gmail.com',
+  'yahoo.com',
+  'outlook.com',
+  'hotmail.com',
+  'icloud.com',
+  'gmx.de',
+  'proton.me',
+];
+const DISPOSABLE = [
+  'mailinator.com',
+  'guerrillamail.com',
+  '10minutemail.com',
+  'yopmail.com',
+  'trashmail.com',
+  'temp-mail.org',
+];
+const ROLES = [
+  'info',
+  'sales',
+  'support',
+  'admin',
+  'contact',
+  'billing',
+  'hello',
+  'noreply',
+  'no-reply',
+];
+const IDN = [
+  'bücher.de',
+  'münchen.de',
+  'пример.рф',
+  '例え.jp',
+  'ελλάδα.gr',
+  'café.fr',
+  'xn--bcher-kva.de',
+];
 const IDN_LOCAL = ['jörg', 'josé', 'иван', '田中', 'ελένη', 'zoë'];
 
 export interface CorpusMix {
@@ -35,9 +103,20 @@ export interface CorpusMix {
 }
 
 /** Shares of each kind; invalid covers a dozen different mistakes. */
-export const DEFAULT_MIX: CorpusMix = { ordinary: 0.42, free: 0.18, disposable: 0.08, role: 0.08, idn: 0.06, invalid: 0.18 };
+export const DEFAULT_MIX: CorpusMix = {
+  ordinary: 0.42,
+  free: 0.18,
+  disposable: 0.08,
+  role: 0.08,
+  idn: 0.06,
+  invalid: 0.18,
+};
 
-export function generateCorpus(size: number, seed = 20261121, mix: CorpusMix = DEFAULT_MIX): string[] {
+export function generateCorpus(
+  size: number,
+  seed = 20261121,
+  mix: CorpusMix = DEFAULT_MIX,
+): string[] {
   const random = seededRandom(seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
   const person = () => {
@@ -52,18 +131,30 @@ export function generateCorpus(size: number, seed = 20261121, mix: CorpusMix = D
   const companyDomain = () => `${pick(COMPANY)}${Math.floor(random() * 500)}.${pick(TLDS)}`;
   const invalid = (): string => {
     switch (Math.floor(random() * 12)) {
-      case 0: return `${person()}..x@${companyDomain()}`;
-      case 1: return `${person()}${companyDomain()}`;
-      case 2: return `${person()}@${companyDomain()}.`;
-      case 3: return `.${person()}@${companyDomain()}`;
-      case 4: return `${person()} ${pick(LAST)}@${companyDomain()}`;
-      case 5: return `${person()}@-${companyDomain()}`;
-      case 6: return `${person()}@${pick(COMPANY)}`;
-      case 7: return `${person()}@@${companyDomain()}`;
-      case 8: return `"${person()}"@${companyDomain()}`;
-      case 9: return `${person()}@${pick(COMPANY)}.c0m1`;
-      case 10: return `${'x'.repeat(70)}@${companyDomain()}`;
-      default: return `${person()}@${pick(COMPANY)}_mail.com`;
+      case 0:
+        return `${person()}..x@${companyDomain()}`;
+      case 1:
+        return `${person()}${companyDomain()}`;
+      case 2:
+        return `${person()}@${companyDomain()}.`;
+      case 3:
+        return `.${person()}@${companyDomain()}`;
+      case 4:
+        return `${person()} ${pick(LAST)}@${companyDomain()}`;
+      case 5:
+        return `${person()}@-${companyDomain()}`;
+      case 6:
+        return `${person()}@${pick(COMPANY)}`;
+      case 7:
+        return `${person()}@@${companyDomain()}`;
+      case 8:
+        return `"${person()}"@${companyDomain()}`;
+      case 9:
+        return `${person()}@${pick(COMPANY)}.c0m1`;
+      case 10:
+        return `${'x'.repeat(70)}@${companyDomain()}`;
+      default:
+        return `${person()}@${pick(COMPANY)}_mail.com`;
     }
   };
   const thresholds: Array<[number, () => string]> = [];

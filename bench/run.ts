@@ -56,26 +56,57 @@ function verifyPass(method: 'quick' | 'standard') {
 }
 
 const rows: Row[] = [];
-rows.push(await measure('validator isEmail', count((a) => validator.isEmail(a))));
-rows.push(await measure('email-validator validate', count((a) => emailValidator.validate(a))));
-rows.push(await measure('@hapi/address isEmailValid', count((a) => isEmailValid(a))));
-rows.push(await measure('mailverdict parseAddress', count((a) => parseAddress(a).ok)));
+rows.push(
+  await measure(
+    'validator isEmail',
+    count((a) => validator.isEmail(a)),
+  ),
+);
+rows.push(
+  await measure(
+    'email-validator validate',
+    count((a) => emailValidator.validate(a)),
+  ),
+);
+rows.push(
+  await measure(
+    '@hapi/address isEmailValid',
+    count((a) => isEmailValid(a)),
+  ),
+);
+rows.push(
+  await measure(
+    'mailverdict parseAddress',
+    count((a) => parseAddress(a).ok),
+  ),
+);
 rows.push(await measure('mailverdict verify quick (offline)', verifyPass('quick')));
 rows.push(await measure('mailverdict verify standard (offline)', verifyPass('standard')));
 
 const baseline = rows[0]?.perSecond ?? 1;
-console.log(`\nSyntax and offline verification: ${corpus.length.toLocaleString('en')} addresses (seeded), best of ${ROUNDS}, Node ${process.version}\n`);
+console.log(
+  `\nSyntax and offline verification: ${corpus.length.toLocaleString('en')} addresses (seeded), best of ${ROUNDS}, Node ${process.version}\n`,
+);
 console.log('| implementation | addresses/s | vs isEmail | accepted |');
 console.log('|---|---:|---:|---:|');
 for (const row of rows) {
-  console.log(`| ${row.name} | ${Math.round(row.perSecond).toLocaleString('en')} | ${(row.perSecond / baseline).toFixed(2)}x | ${row.accepted.toLocaleString('en')} |`);
+  console.log(
+    `| ${row.name} | ${Math.round(row.perSecond).toLocaleString('en')} | ${(row.perSecond / baseline).toFixed(2)}x | ${row.accepted.toLocaleString('en')} |`,
+  );
 }
 
 // Hostile inputs: 1 MB strings of the characters that make naive parsers backtrack.
 console.log('\nHostile 1 MB inputs (parseAddress, default and rfc profiles)\n');
 console.log('| input | default ms | rfc ms | code |');
 console.log('|---|---:|---:|---|');
-for (const [name, unit] of [['a', 'a'], ['.', '.'], ['"', '"'], ['@', '@'], ['\\', '\\'], ['a@ mixed', 'a@.']] as const) {
+for (const [name, unit] of [
+  ['a', 'a'],
+  ['.', '.'],
+  ['"', '"'],
+  ['@', '@'],
+  ['\\', '\\'],
+  ['a@ mixed', 'a@.'],
+] as const) {
   const input = unit.repeat(Math.ceil(1_000_000 / unit.length));
   const time = (profile: 'default' | 'rfc') => {
     const started = performance.now();
@@ -112,4 +143,6 @@ console.log('\nCold start (median of 5 fresh processes; needs `npm run build`)\n
 console.log('| process | wall ms | max RSS MB |');
 console.log('|---|---:|---:|');
 console.log(`| node -e 0 | ${bare.ms.toFixed(1)} | ${bare.rssMb.toFixed(1)} |`);
-console.log(`| import mailverdict + first standard verdict (offline) | ${first.ms.toFixed(1)} | ${first.rssMb.toFixed(1)} |`);
+console.log(
+  `| import mailverdict + first standard verdict (offline) | ${first.ms.toFixed(1)} | ${first.rssMb.toFixed(1)} |`,
+);

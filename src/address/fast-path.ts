@@ -1,4 +1,13 @@
-import { DOMAIN_CHAR, DOT, HYPHEN, LOWER, MAX_DOMAIN_OCTETS, MAX_LABEL_OCTETS, SPECIAL_USE_TLDS, UPPER } from './domain.js';
+import {
+  DOMAIN_CHAR,
+  DOT,
+  HYPHEN,
+  LOWER,
+  MAX_DOMAIN_OCTETS,
+  MAX_LABEL_OCTETS,
+  SPECIAL_USE_TLDS,
+  UPPER,
+} from './domain.js';
 import { ATEXT, MAX_LOCAL_OCTETS } from './local-part.js';
 import type { ResolvedParseOptions } from './options.js';
 import type { ParsedAddress } from './parse.js';
@@ -15,7 +24,10 @@ export const MAX_ADDRESS_OCTETS = 254;
  * bench/: the full parser's separate local, domain and result objects cost about twice this
  * path on ordinary addresses.
  */
-export function parseCommonAscii(input: string, rules: ResolvedParseOptions): ParsedAddress | undefined {
+export function parseCommonAscii(
+  input: string,
+  rules: ResolvedParseOptions,
+): ParsedAddress | undefined {
   const length = input.length;
   if (length > MAX_ADDRESS_OCTETS) return undefined;
   let i = 0;
@@ -57,7 +69,11 @@ export function parseCommonAscii(input: string, rules: ResolvedParseOptions): Pa
     if (labelLength === 0 || labelLength > MAX_LABEL_OCTETS) return undefined;
     if (input.charCodeAt(labelStart) === 0x2d || lastKind === HYPHEN) return undefined;
     // "--" in positions 3-4: an A-label or a reserved R-LDH label, for the full parser.
-    if (labelLength >= 4 && input.charCodeAt(labelStart + 2) === 0x2d && input.charCodeAt(labelStart + 3) === 0x2d) {
+    if (
+      labelLength >= 4 &&
+      input.charCodeAt(labelStart + 2) === 0x2d &&
+      input.charCodeAt(labelStart + 3) === 0x2d
+    ) {
       return undefined;
     }
     tldStart = labelStart;
@@ -69,7 +85,11 @@ export function parseCommonAscii(input: string, rules: ResolvedParseOptions): Pa
   if (rules.globallyDeliverable) {
     if (tldStart === domainStart || (lastKind !== LOWER && lastKind !== UPPER)) return undefined;
     const tldLength = length - tldStart;
-    if (tldLength >= 3 && tldLength <= 9 && SPECIAL_USE_TLDS.has(domain.slice(tldStart - domainStart))) {
+    if (
+      tldLength >= 3 &&
+      tldLength <= 9 &&
+      SPECIAL_USE_TLDS.has(domain.slice(tldStart - domainStart))
+    ) {
       return undefined;
     }
   }

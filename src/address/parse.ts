@@ -2,7 +2,12 @@ import { parseDomain } from './domain.js';
 import { MAX_ADDRESS_OCTETS, parseCommonAscii } from './fast-path.js';
 import { failure, type ParseFailure } from './errors.js';
 import { parseLocalPart } from './local-part.js';
-import { resolveParseOptions, type ParseOptions, type ProfileName } from './options.js';
+import {
+  resolveParseOptions,
+  type ParseOptions,
+  type ProfileName,
+  type ResolvedParseOptions,
+} from './options.js';
 import { utf8Length } from './unicode.js';
 
 /**
@@ -65,9 +70,14 @@ export function parseAddress(input: string, options?: ParseAddressOptions): Pars
     );
   }
 
-  const common = parseCommonAscii(input, rules);
-  if (common !== undefined) return common;
+  return parseCommonAscii(input, rules) ?? parseGeneral(input, rules);
+}
 
+/**
+ * The full parser, for every shape of address: the source of truth that the ASCII fast path
+ * is tested against. Expects a non-empty input within MAX_INPUT_LENGTH.
+ */
+export function parseGeneral(input: string, rules: ResolvedParseOptions): ParseResult {
   const at = input.lastIndexOf('@');
   if (at < 0) return noAtSign(input);
   const first = input.charCodeAt(0);
@@ -91,7 +101,11 @@ export function parseAddress(input: string, options?: ParseAddressOptions): Pars
   // (=== on the very same string objects is a pointer comparison in V8.)
   const unchanged = local.local === rawLocal && domain.unicode === rawDomain;
   const address = unchanged ? input : `${local.local}@${domain.unicode}`;
-  const asciiAddress = local.ascii ? (domain.ascii === domain.unicode ? address : `${local.local}@${domain.ascii}`) : null;
+  const asciiAddress = local.ascii
+    ? domain.ascii === domain.unicode
+      ? address
+      : `${local.local}@${domain.ascii}`
+    : null;
   // Every form must fit: the Unicode one travels with SMTPUTF8, the ASCII one without, and
   // the one as written (before NFC) is what the sender's own software will try to use.
   const simple = local.ascii && domain.unicode === domain.ascii;

@@ -80,8 +80,15 @@ export interface Checker {
 
 // Findings are immutable: checkers build the few they can return once, at construction,
 // and hand out the same objects (bench/ measured allocation at a fifth of an offline verify).
-function finding(check: CheckName, status: FindingStatus, code: string, factor?: RiskFactor): Finding {
-  return Object.freeze(factor === undefined ? { check, status, code } : { check, status, code, factor });
+function finding(
+  check: CheckName,
+  status: FindingStatus,
+  code: string,
+  factor?: RiskFactor,
+): Finding {
+  return Object.freeze(
+    factor === undefined ? { check, status, code } : { check, status, code, factor },
+  );
 }
 
 export function pass(check: CheckName, code = 'ok'): Finding {

@@ -76,6 +76,7 @@ const FNV_PRIME = 0x01000193;
 /** The right-to-left FNV-1a hash of `domain` from `start` to its end. */
 function suffixHash(domain: string, start: number): number {
   let hash = FNV_OFFSET;
-  for (let i = domain.length - 1; i >= start; i--) hash = Math.imul(hash ^ domain.charCodeAt(i), FNV_PRIME);
+  for (let i = domain.length - 1; i >= start; i--)
+    hash = Math.imul(hash ^ domain.charCodeAt(i), FNV_PRIME);
   return hash;
 }

@@ -47,7 +47,9 @@ export async function main(
     return 2;
   }
   if (!(METHOD_NAMES as readonly string[]).includes(values.method)) {
-    err(`Unknown method ${JSON.stringify(values.method)}: expected one of ${METHOD_NAMES.join(', ')}`);
+    err(
+      `Unknown method ${JSON.stringify(values.method)}: expected one of ${METHOD_NAMES.join(', ')}`,
+    );
     return 2;
   }
   const servers = values['dns-server'];
@@ -56,7 +58,9 @@ export async function main(
     ...(servers === undefined ? {} : { dnsOptions: { servers } }),
   });
   const method = values.method as MethodName;
-  const verdicts = await Promise.all(addresses.map((address) => engine.verify(address, { method })));
+  const verdicts = await Promise.all(
+    addresses.map((address) => engine.verify(address, { method })),
+  );
   if (values.json) {
     for (const verdict of verdicts) out(JSON.stringify(toDetailed(verdict)));
   } else {
@@ -75,7 +79,9 @@ function table(verdicts: readonly Verdict[]): string[] {
     v.error?.message ?? v.riskFactors.join(', '),
   ]);
   const header = ['ADDRESS', 'STATE', 'SCORE', 'REASON', 'DETAILS'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
+  const widths = header.map((h, i) =>
+    Math.max(h.length, ...rows.map((r) => (r[i] as string).length)),
+  );
   return [header, ...rows].map((row) =>
     row
       .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] as number)))
