@@ -36,8 +36,8 @@ const asciiAddressLike = fc.string({
 });
 const plausible = fc
   .tuple(
-    fc.stringMatching(/^[a-zA-Z0-9.+_-]{1,20}$/),
-    fc.array(fc.stringMatching(/^[a-zA-Z0-9-]{1,12}$/), { minLength: 1, maxLength: 4 }),
+    fc.stringMatching(/^[\w.+-]{1,20}$/),
+    fc.array(fc.stringMatching(/^[a-z0-9-]{1,12}$/i), { minLength: 1, maxLength: 4 }),
   )
   .map(([local, labels]) => `${local}@${labels.join('.')}`);
 
