@@ -125,6 +125,33 @@ const ALLOWED_SCRIPT_MIXES: ReadonlyArray<ReadonlySet<string>> = [
 ];
 
 /**
+ * The script of a letter, by the blocks that hold whole scripts (most labels never reach the
+ * regular expressions), else by Unicode's Script property. Undefined for digits, marks,
+ * punctuation: characters of no particular script.
+ */
+function scriptOf(char: string): string | undefined {
+  const code = char.codePointAt(0) as number;
+  if (code < 0x250) {
+    if ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) return 'Latin';
+    return code >= 0xc0 && code !== 0xd7 && code !== 0xf7 ? 'Latin' : undefined;
+  }
+  if (code >= 0x300 && code <= 0x36f) return undefined; // combining marks: inherited
+  if (code >= 0x370 && code <= 0x3ff) return code >= 0x386 ? 'Greek' : undefined;
+  if (code >= 0x400 && code <= 0x52f) return 'Cyrillic';
+  if (code >= 0x1e00 && code <= 0x1eff) return 'Latin';
+  if (code >= 0x3040 && code <= 0x309f) return 'Hiragana';
+  if (code >= 0x30a0 && code <= 0x30fa) return 'Katakana';
+  if ((code >= 0x4e00 && code <= 0x9fff) || (code >= 0x3400 && code <= 0x4dbf)) return 'Han';
+  if (code >= 0xac00 && code <= 0xd7a3) return 'Hangul';
+  if (SCRIPT.test(char)) {
+    for (const [name, test] of SCRIPT_TESTS) if (test.test(char)) return name;
+  }
+  // Any other script (Arabic, Devanagari, ...) counts as itself, named by its 256-code-point
+  // block: close enough to tell two scripts apart in one label.
+  return OTHER_LETTER.test(char) ? `other-${code >> 8}` : undefined;
+}
+
+/**
  * True when one label mixes scripts the way homograph attacks do (Latin with Cyrillic or
  * Greek: `pаypal` with a Cyrillic а). Common and inherited characters (digits, hyphen,
  * combining marks) belong to no script here.
@@ -133,21 +160,8 @@ export function isMixedScript(label: string): boolean {
   if (isAscii(label)) return false;
   const scripts = new Set<string>();
   for (const char of label) {
-    const code = char.charCodeAt(0);
-    // Latin-1 Supplement and Latin Extended-A/B hold only Latin letters (and a few symbols,
-    // which a domain cannot contain): skip the script tables for the commonest accents.
-    if (code < 0x250) {
-      if ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) scripts.add('Latin');
-      else if (code >= 0xc0) scripts.add('Latin');
-      continue;
-    }
-    if (SCRIPT.test(char)) {
-      for (const [name, test] of SCRIPT_TESTS) if (test.test(char)) scripts.add(name);
-    } else if (OTHER_LETTER.test(char)) {
-      // Any other script (Arabic, Devanagari, ...) counts as itself, named by its code point
-      // block closely enough for a mixing test.
-      scripts.add(`other-${(char.codePointAt(0) as number) >> 8}`);
-    }
+    const script = scriptOf(char);
+    if (script !== undefined) scripts.add(script);
   }
   if (scripts.size <= 1) return false;
   return !ALLOWED_SCRIPT_MIXES.some((allowed) => [...scripts].every((s) => allowed.has(s)));

@@ -1,11 +1,18 @@
-import { describeType, parseAddress, type ParseAddressOptions } from '../address/parse.js';
+import {
+  describeType,
+  parseAddress,
+  type ParseAddressOptions,
+  type ParsedAddress,
+  type ParseResult,
+} from '../address/parse.js';
 import { createNodeDns, type NodeDnsOptions } from '../adapters/node-dns.js';
 import type {
   AddressFacts,
+  CheckPorts,
   CheckResult,
   Checker,
-  CheckPorts,
   Finding,
+  MxFacts,
   RiskFactor,
 } from '../checks/checker.js';
 import { syntaxFinding } from '../checks/syntax.js';
@@ -22,9 +29,9 @@ import {
   type MethodName,
 } from './methods.js';
 import { providerOf } from './provider.js';
-import { DELIVERABLE_CEILING, RISKY_BASE, score, type Evidence } from './score.js';
+import { DELIVERABLE_CEILING, RISKY_BASE, score, type Evidence, type State } from './score.js';
 import { testAddressVerdict, type TestAddressVerdict } from './test-addresses.js';
-import { decide, UNKNOWN_REASONS, type Verdict } from './verdict.js';
+import { decide, UNKNOWN_REASONS, type Reason, type Verdict } from './verdict.js';
 
 export interface EngineOptions {
   /**
@@ -123,91 +130,126 @@ function run(
   const started = clock.now();
   const parsed = parseAddress(input, parseOptions);
   const syntax = syntaxFinding(parsed);
-  if (!parsed.ok) return buildVerdict({ input, parsed }, method, [syntax], started, clock);
+  if (!parsed.ok) return buildVerdict(input, parsed, undefined, method, [syntax], started, clock);
   const fixed = testAddressVerdict(parsed);
-  if (fixed !== undefined) return testVerdict({ input, parsed }, method, fixed, started, clock);
+  if (fixed !== undefined) return testVerdict(input, parsed, method, fixed, started, clock);
   const facts: AddressFacts = { input, parsed };
-  const findings: Finding[] = [syntax];
-  return runFrom(0);
+  return runFrom(0, [syntax], facts, method, ports, signal, started, clock);
+}
 
-  // Synchronous until a checker returns a promise: offline verification never awaits.
-  function runFrom(index: number): Verdict | Promise<Verdict> {
-    for (let i = index; i < method.checkers.length; i++) {
-      const checker = method.checkers[i] as Checker;
-      const result: CheckResult = checker.run(facts, ports, signal);
-      if (result instanceof Promise) {
-        return result.then((finding) => {
-          findings.push(finding);
-          return finding.status === 'fail' ? finish() : runFrom(i + 1);
-        });
-      }
-      findings.push(result);
-      if (result.status === 'fail') break;
+/** Runs checkers from `index` on, synchronously until one returns a promise. */
+function runFrom(
+  index: number,
+  findings: Finding[],
+  facts: AddressFacts,
+  method: Method,
+  ports: CheckPorts,
+  signal: AbortSignal | undefined,
+  started: number,
+  clock: Clock,
+): Verdict | Promise<Verdict> {
+  const { checkers } = method;
+  for (let i = index; i < checkers.length; i++) {
+    const result: CheckResult = (checkers[i] as Checker).run(facts, ports, signal);
+    if (result instanceof Promise) {
+      return result.then((finding) => {
+        findings.push(finding);
+        return finding.status === 'fail'
+          ? buildVerdict(facts.input, facts.parsed, facts.mx, method, findings, started, clock)
+          : runFrom(i + 1, findings, facts, method, ports, signal, started, clock);
+      });
     }
-    return finish();
+    findings.push(result);
+    if (result.status === 'fail') break;
   }
-
-  function finish(): Verdict {
-    return buildVerdict(facts, method, findings, started, clock);
-  }
+  return buildVerdict(facts.input, facts.parsed, facts.mx, method, findings, started, clock);
 }
 
-function factorsOf(findings: readonly Finding[]): RiskFactor[] {
-  const factors: RiskFactor[] = [];
+/** What the findings say about each flag: null where the check did not run or was skipped. */
+interface Flags {
+  disposable: boolean | null;
+  role: boolean | null;
+  free: boolean | null;
+  noReply: boolean | null;
+  catchAll: boolean | null;
+  mailboxFull: boolean | null;
+  mxPassed: boolean;
+  smtpPassed: boolean;
+}
+
+function readFindings(findings: readonly Finding[], factors: RiskFactor[]): Flags {
+  const flags: Flags = {
+    disposable: null,
+    role: null,
+    free: null,
+    noReply: null,
+    catchAll: null,
+    mailboxFull: null,
+    mxPassed: false,
+    smtpPassed: false,
+  };
   for (const finding of findings) {
-    if (finding.factor !== undefined && !factors.includes(finding.factor))
-      factors.push(finding.factor);
+    const { factor } = finding;
+    if (factor !== undefined && !factors.includes(factor)) factors.push(factor);
+    if (finding.status === 'skipped') continue;
+    switch (finding.check) {
+      case 'disposable':
+        flags.disposable = factor === 'disposable';
+        break;
+      case 'role':
+        flags.role = factor === 'role';
+        break;
+      case 'free_provider':
+        flags.free = factor === 'free';
+        break;
+      case 'no_reply':
+        flags.noReply = factor === 'no_reply';
+        break;
+      case 'catch_all':
+        flags.catchAll = factor === 'catch_all';
+        break;
+      case 'smtp':
+        flags.mailboxFull = factor === 'mailbox_full';
+        flags.smtpPassed = finding.status === 'pass';
+        break;
+      case 'mx':
+        flags.mxPassed = finding.status === 'pass';
+        break;
+    }
   }
-  return factors;
+  return flags;
 }
 
-function flag(
-  findings: readonly Finding[],
-  check: Finding['check'],
-  factor: RiskFactor,
-): boolean | null {
-  const finding = findings.find((f) => f.check === check);
-  if (finding === undefined || finding.status === 'skipped') return null;
-  return finding.factor === factor;
-}
-
-function evidenceOf(findings: readonly Finding[]): Evidence {
-  if (findings.some((f) => f.check === 'smtp' && f.status === 'pass')) return 'smtp';
-  return findings.some((f) => f.check === 'mx' && f.status === 'pass') ? 'dns' : 'offline';
+function startingScore(state: State, reason: Reason, flags: Flags): number {
+  if (state === 'deliverable') {
+    const evidence: Evidence = flags.smtpPassed ? 'smtp' : flags.mxPassed ? 'dns' : 'offline';
+    return DELIVERABLE_CEILING[evidence];
+  }
+  if (state === 'undeliverable') return 0;
+  if (UNKNOWN_REASONS.has(reason)) return RISKY_BASE.unknown;
+  return reason === 'low_deliverability' ? RISKY_BASE.low_deliverability : RISKY_BASE.low_quality;
 }
 
 function buildVerdict(
-  facts: {
-    input: string;
-    parsed: AddressFacts['parsed'] | import('../address/errors.js').ParseFailure;
-    mx?: AddressFacts['mx'];
-  },
+  input: string,
+  parsed: ParseResult,
+  mx: MxFacts | undefined,
   method: Method,
   findings: readonly Finding[],
   started: number,
   clock: Clock,
 ): Verdict {
   const { state, reason } = decide(findings);
-  const riskFactors = factorsOf(findings);
-  const start =
-    state === 'deliverable'
-      ? DELIVERABLE_CEILING[evidenceOf(findings)]
-      : state === 'risky'
-        ? UNKNOWN_REASONS.has(reason)
-          ? RISKY_BASE.unknown
-          : reason === 'low_deliverability'
-            ? RISKY_BASE.low_deliverability
-            : RISKY_BASE.low_quality
-        : 0;
-  const { parsed } = facts;
-  const hosts = facts.mx?.hosts.map((h) => h.exchange) ?? [];
+  const riskFactors: RiskFactor[] = [];
+  const flags = readFindings(findings, riskFactors);
+  const hosts = mx === undefined ? [] : mx.hosts.map((h) => h.exchange);
   const mxRecord = hosts[0] ?? null;
   return {
-    email: parsed.ok ? parsed.address : facts.input,
-    input: facts.input,
+    email: parsed.ok ? parsed.address : input,
+    input,
     state,
     reason,
-    score: score(state, start, riskFactors),
+    score: score(state, startingScore(state, reason, flags), riskFactors),
     riskFactors,
     method: method.name,
     user: parsed.ok ? parsed.local : null,
@@ -216,12 +258,12 @@ function buildVerdict(
     mxRecord,
     mxRecords: hosts,
     smtpProvider: providerOf(mxRecord),
-    disposable: flag(findings, 'disposable', 'disposable'),
-    role: flag(findings, 'role', 'role'),
-    free: flag(findings, 'free_provider', 'free'),
-    noReply: flag(findings, 'no_reply', 'no_reply'),
-    catchAll: flag(findings, 'catch_all', 'catch_all'),
-    mailboxFull: flag(findings, 'smtp', 'mailbox_full'),
+    disposable: flags.disposable,
+    role: flags.role,
+    free: flags.free,
+    noReply: flags.noReply,
+    catchAll: flags.catchAll,
+    mailboxFull: flags.mailboxFull,
     smtpUtf8: parsed.ok ? parsed.smtpUtf8 : false,
     testAddress: false,
     error: parsed.ok ? null : { code: parsed.code, message: parsed.message },
@@ -231,16 +273,16 @@ function buildVerdict(
 }
 
 function testVerdict(
-  facts: AddressFacts,
+  input: string,
+  parsed: ParsedAddress,
   method: Method,
   fixed: TestAddressVerdict,
   started: number,
   clock: Clock,
 ): Verdict {
-  const { parsed } = facts;
   return {
     email: parsed.address,
-    input: facts.input,
+    input,
     state: fixed.state,
     reason: fixed.reason,
     score: fixed.score,
