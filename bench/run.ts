@@ -82,6 +82,18 @@ rows.push(
 );
 rows.push(await measure('mailverdict verify quick (offline)', verifyPass('quick')));
 rows.push(await measure('mailverdict verify standard (offline)', verifyPass('standard')));
+rows.push(
+  await measure(
+    'mailverdict verifySync quick (offline)',
+    count((a) => offline.verifySync(a, { method: 'quick' }).state !== 'undeliverable'),
+  ),
+);
+rows.push(
+  await measure(
+    'mailverdict verifySync standard (offline)',
+    count((a) => offline.verifySync(a, { method: 'standard' }).state !== 'undeliverable'),
+  ),
+);
 
 const baseline = rows[0]?.perSecond ?? 1;
 console.log(

@@ -108,14 +108,13 @@ export function parseGeneral(input: string, rules: ResolvedParseOptions): ParseR
     : null;
   // Every form must fit: the Unicode one travels with SMTPUTF8, the ASCII one without, and
   // the one as written (before NFC) is what the sender's own software will try to use.
-  const simple = local.ascii && domain.unicode === domain.ascii;
-  const octets = simple
-    ? Math.max(address.length, input.length)
-    : Math.max(
-        utf8Length(address),
-        utf8Length(local.local) + 1 + domain.ascii.length,
-        utf8Length(input),
-      );
+  const localOctets = local.ascii ? local.local.length : utf8Length(local.local);
+  const unicodeDomainOctets =
+    domain.unicode === domain.ascii ? domain.ascii.length : utf8Length(domain.unicode);
+  const octets = Math.max(
+    localOctets + 1 + Math.max(unicodeDomainOctets, domain.ascii.length),
+    address === input ? 0 : utf8Length(input),
+  );
   if (octets > MAX_ADDRESS_OCTETS) {
     return failure(
       input,

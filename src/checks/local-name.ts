@@ -4,5 +4,10 @@
  */
 export function mailboxName(local: string): string {
   const plus = local.indexOf('+');
-  return (plus < 0 ? local : local.slice(0, plus)).toLowerCase();
+  const name = plus < 0 ? local : local.slice(0, plus);
+  for (let i = 0; i < name.length; i++) {
+    const code = name.charCodeAt(i);
+    if ((code >= 0x41 && code <= 0x5a) || code >= 0x80) return name.toLowerCase();
+  }
+  return name;
 }

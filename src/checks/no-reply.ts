@@ -16,9 +16,13 @@ function withoutSeparators(name: string): string {
 export function noReply(names: readonly string[] = DEFAULT_NO_REPLY_NAMES): Checker {
   const isNoReply = risky('no_reply', 'no_reply_address', 'no_reply');
   const notNoReply = pass('no_reply');
+  const firstLetters = new Set(names.map((name) => name.charCodeAt(0) | 0x20));
   return {
     name: 'no_reply',
     run({ parsed }) {
+      // Every listed name starts with n or d: most local parts are decided by one character.
+      const first = parsed.local.charCodeAt(0) | 0x20;
+      if (!firstLetters.has(first)) return notNoReply;
       const name = withoutSeparators(mailboxName(parsed.local));
       return names.some((prefix) => name.startsWith(prefix)) ? isNoReply : notNoReply;
     },

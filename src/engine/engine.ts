@@ -61,6 +61,11 @@ export interface VerifyOptions {
 export interface Engine {
   /** Verifies one address. Rejects only for a non-string, an unknown method or an abort. */
   verify(address: string, options?: VerifyOptions): Promise<Verdict>;
+  /**
+   * Verifies one address synchronously, for offline engines only (`offline: true`): a form
+   * validator's hot path without a promise. Throws a TypeError on an engine that does I/O.
+   */
+  verifySync(address: string, options?: Omit<VerifyOptions, 'signal'>): Verdict;
   /** Credits a method costs. */
   cost(method: MethodName): number;
   /** The method table, as data. */
@@ -99,6 +104,22 @@ export function createEngine(options: EngineOptions = {}): Engine {
   return {
     methods,
     cost: (name) => methodOf(name).cost,
+    verifySync(address, verifyOptions = {}) {
+      if (typeof address !== 'string') {
+        throw new TypeError(
+          `verifySync expects the address as a string, got ${describeType(address)}`,
+        );
+      }
+      const method = methodOf(verifyOptions.method);
+      if (dns.offline !== true || method.name === 'smtp') {
+        throw new TypeError(
+          'verifySync needs an offline engine (offline: true) and a method without SMTP',
+        );
+      }
+      const verdict = run(address, method, ports, clock, parseOptions, undefined);
+      if (verdict instanceof Promise) throw new TypeError('a checker did I/O during verifySync');
+      return verdict;
+    },
     verify(address, verifyOptions = {}) {
       try {
         if (typeof address !== 'string') {

@@ -68,18 +68,26 @@ export interface Verdict {
   readonly duration: number;
 }
 
-/** The state and reason the findings support, most decisive first. */
+/** The state and reason the findings support, most decisive first, in one pass. */
 export function decide(findings: readonly Finding[]): { state: State; reason: Reason } {
-  const failed = findings.find((f) => f.status === 'fail');
+  let failed: Finding | undefined;
+  let unknown: Finding | undefined;
+  let lowQuality = false;
+  let lowDeliverability = false;
+  for (const finding of findings) {
+    if (finding.status === 'fail') {
+      failed ??= finding;
+    } else if (finding.status === 'unknown') {
+      unknown ??= finding;
+    }
+    const { factor } = finding;
+    if (factor === 'disposable' || factor === 'confusable') lowQuality = true;
+    else if (factor === 'catch_all' || factor === 'mailbox_full') lowDeliverability = true;
+  }
   if (failed !== undefined) return { state: 'undeliverable', reason: failReason(failed.check) };
-  if (findings.some((f) => f.factor === 'disposable' || f.factor === 'confusable')) {
-    return { state: 'risky', reason: 'low_quality' };
-  }
-  const unknown = findings.find((f) => f.status === 'unknown');
+  if (lowQuality) return { state: 'risky', reason: 'low_quality' };
   if (unknown !== undefined) return { state: 'risky', reason: unknownReason(unknown) };
-  if (findings.some((f) => f.factor === 'catch_all' || f.factor === 'mailbox_full')) {
-    return { state: 'risky', reason: 'low_deliverability' };
-  }
+  if (lowDeliverability) return { state: 'risky', reason: 'low_deliverability' };
   return { state: 'deliverable', reason: 'accepted_email' };
 }
 

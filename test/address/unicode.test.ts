@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { isLatinLetters, parseLocalPart } from '../../src/address/local-part.js';
+import {
+  forbiddenAsciiAfterNfc,
+  isAtext,
+  isLatinLetters,
+  parseLocalPart,
+} from '../../src/address/local-part.js';
 import {
   findUnsafeCharacter,
   isIdna2008Label,
@@ -22,6 +27,19 @@ describe('unicode rules', () => {
     expect(isLatinLetters('jörg')).toBe(true);
     expect(isLatinLetters('a×b')).toBe(false);
     expect(isLatinLetters('иван')).toBe(false);
+  });
+
+  it('finds every forbidden ASCII character an NFD pass would, over every code point', () => {
+    const missed: string[] = [];
+    for (let code = 0x80; code <= 0x10ffff; code++) {
+      if (code >= 0xd800 && code <= 0xdfff) continue;
+      const nfc = String.fromCodePoint(code).normalize('NFC');
+      const viaNfd = [...nfc.normalize('NFD')].some(
+        (c) => c.charCodeAt(0) < 0x80 && c !== '.' && !isAtext(c.charCodeAt(0)),
+      );
+      if (viaNfd !== (forbiddenAsciiAfterNfc(nfc) !== undefined)) missed.push(code.toString(16));
+    }
+    expect(missed).toEqual([]);
   });
 
   it('counts UTF-8 octets, surrogate pairs as four', () => {

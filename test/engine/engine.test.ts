@@ -220,6 +220,23 @@ describe('engine.verify', () => {
     }
   });
 
+  it('verifySync answers offline engines synchronously, with the same verdict as verify', async () => {
+    const offline = createEngine({ offline: true, clock: { now: () => 0 } });
+    for (const address of [
+      'ann@acme.io',
+      'info@mailinator.com',
+      'a..b@x.io',
+      'risky@example.com',
+    ]) {
+      expect(offline.verifySync(address, { method: 'quick' })).toEqual(
+        await offline.verify(address, { method: 'quick' }),
+      );
+    }
+    expect(() => offline.verifySync(7 as unknown as string)).toThrow(TypeError);
+    expect(() => offline.verifySync('a@acme.io', { method: 'smtp' })).toThrow(TypeError);
+    expect(() => engineWithDns().engine.verifySync('a@acme.io')).toThrow(/offline engine/);
+  });
+
   it('takes injected list data', async () => {
     const engine = createEngine({
       offline: true,
