@@ -237,6 +237,14 @@ describe('engine.verify', () => {
     expect(() => engineWithDns().engine.verifySync('a@acme.io')).toThrow(/offline engine/);
   });
 
+  it('measures duration from the first I/O on the injected clock; offline verdicts report 0', async () => {
+    let now = 0;
+    const clock = { now: () => (now += 250) };
+    const engine = createEngine({ dns: createMemoryDns(zones), clock });
+    expect((await engine.verify('ann@acme.io')).duration).toBe(0.25);
+    expect((await createEngine({ offline: true, clock }).verify('ann@acme.io')).duration).toBe(0);
+  });
+
   it('takes injected list data', async () => {
     const engine = createEngine({
       offline: true,
