@@ -1,6 +1,13 @@
-export { parseAddress, MAX_ADDRESS_OCTETS, MAX_INPUT_LENGTH } from './address/parse.js';
+export { parseAddress } from './address/parse.js';
+export {
+  MAX_ADDRESS_OCTETS,
+  MAX_DOMAIN_OCTETS,
+  MAX_INPUT_LENGTH,
+  MAX_LABEL_OCTETS,
+  MAX_LOCAL_OCTETS,
+} from './address/limits.js';
 export type { ParseAddressOptions, ParsedAddress, ParseResult } from './address/parse.js';
-export type { ParseErrorCode, ParseFailure } from './address/errors.js';
+export type { ParseErrorCode, ParseFailure, PartFailure } from './address/errors.js';
 export { DEFAULT_PROFILE, RFC_PROFILE, PROFILES } from './address/options.js';
 export type { ParseOptions, ProfileName } from './address/options.js';
 export * from './checks/index.js';

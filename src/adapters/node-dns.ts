@@ -1,4 +1,5 @@
 import { Resolver } from 'node:dns/promises';
+import { raceAbort } from '../dns/abortable.js';
 import type { Dns, DnsFailureCode, MxAnswer, MxHost } from '../ports/dns.js';
 
 /** Default deadline of one MX lookup, implicit-MX fallback included. */
@@ -46,16 +47,11 @@ async function lookupMx(resolver: Resolver, domain: string): Promise<MxAnswer> {
     return failureAnswer(code);
   }
   if (records.length === 0) return implicitMx(resolver, domain);
-  // RFC 7505: one MX with the root as exchange (c-ares gives '') is the null MX.
-  if (records.some((r) => r.exchange === '' || r.exchange === '.')) {
-    return records.length === 1
-      ? { kind: 'null_mx' }
-      : {
-          kind: 'records',
-          hosts: sortHosts(records.filter((r) => r.exchange !== '' && r.exchange !== '.')),
-        };
-  }
-  return { kind: 'records', hosts: sortHosts(records) };
+  // RFC 7505: one MX with the root as exchange (c-ares gives '') is the null MX. Beside
+  // other records the root is meaningless, and only the real hosts are kept.
+  const hosts = records.filter((r) => r.exchange !== '' && r.exchange !== '.');
+  if (hosts.length === 0) return { kind: 'null_mx' };
+  return { kind: 'records', hosts: sortHosts(hosts) };
 }
 
 function sortHosts(records: readonly { exchange: string; priority: number }[]): MxHost[] {
@@ -77,11 +73,8 @@ async function implicitMx(resolver: Resolver, domain: string): Promise<MxAnswer>
     return { kind: 'implicit', host: domain };
   }
   const codes = [v4, v6].map((r) => (r.status === 'rejected' ? errorCode(r.reason) : 'ENODATA'));
-  if (codes.every((c) => c === 'ENODATA' || c === 'ENOTFOUND')) {
-    return codes.includes('ENOTFOUND') && codes.every((c) => c === 'ENOTFOUND')
-      ? { kind: 'nxdomain' }
-      : { kind: 'no_records' };
-  }
+  if (codes.every((c) => c === 'ENOTFOUND')) return { kind: 'nxdomain' };
+  if (codes.every((c) => c === 'ENODATA' || c === 'ENOTFOUND')) return { kind: 'no_records' };
   return failureAnswer(codes.find((c) => c !== 'ENODATA' && c !== 'ENOTFOUND') ?? 'ESERVFAIL');
 }
 
@@ -104,37 +97,18 @@ function errorCode(error: unknown): string {
     : 'EUNKNOWN';
 }
 
-/** Races a lookup against our own timer and the caller's signal. */
+/** The lookup, or a timeout answer at the deadline, or the caller's abort. */
 function withDeadline(
   lookup: Promise<MxAnswer>,
   deadlineMs: number,
   signal?: AbortSignal,
 ): Promise<MxAnswer> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve({ kind: 'failure', code: 'timeout' });
-    }, deadlineMs);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    lookup.then(
-      (answer) => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        resolve(answer);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<MxAnswer>((resolve) => {
+    timer = setTimeout(() => resolve(TIMEOUT), deadlineMs);
   });
+  const answer = Promise.race([lookup, deadline]).finally(() => clearTimeout(timer));
+  return raceAbort(answer, signal);
 }
+
+const TIMEOUT: MxAnswer = Object.freeze({ kind: 'failure', code: 'timeout' });

@@ -1,18 +1,16 @@
 import { domainToASCII } from 'node:url';
 import punycode from 'punycode/punycode.js';
-import { describeCharacter, type ParseErrorCode } from './errors.js';
+import { describeCharacter, partFailure as fail, type PartFailure } from './errors.js';
 import { isIpv6Literal, parseIpv4 } from './ip-literal.js';
+import { MAX_DOMAIN_OCTETS, MAX_LABEL_OCTETS } from './limits.js';
 import {
   findUnsafeCharacter,
+  isAscii,
   isIdna2008Label,
   isLdhCode,
   isMixedScript,
   startsWithCombiningMark,
 } from './unicode.js';
-
-/** RFC 1035 2.3.4 and RFC 5321 4.5.3.1.2: octets of the ASCII (A-label) form. */
-export const MAX_LABEL_OCTETS = 63;
-export const MAX_DOMAIN_OCTETS = 253;
 
 /**
  * Special-use names that never take mail from the internet: RFC 6761 (localhost, test,
@@ -45,23 +43,13 @@ export interface ParsedDomain {
   readonly confusable: boolean;
 }
 
-export interface DomainFailure {
-  readonly ok: false;
-  readonly code: ParseErrorCode;
-  readonly message: string;
-}
-
 export interface DomainRules {
   readonly allowDomainLiteral: boolean;
   readonly globallyDeliverable: boolean;
 }
 
-function fail(code: ParseErrorCode, message: string): DomainFailure {
-  return { ok: false, code, message };
-}
-
 /** Parses and normalizes the part after the @-sign. Linear in its length. */
-export function parseDomain(raw: string, rules: DomainRules): ParsedDomain | DomainFailure {
+export function parseDomain(raw: string, rules: DomainRules): ParsedDomain | PartFailure {
   if (raw.length === 0) return fail('empty_domain', 'There must be something after the @-sign.');
   if (raw.charCodeAt(0) === 0x5b /* [ */) return parseDomainLiteral(raw, rules);
   const scanned = scanDomain(raw, rules);
@@ -79,10 +67,10 @@ export function parseDomain(raw: string, rules: DomainRules): ParsedDomain | Dom
 // UTS-46 mapping costs about 5 µs a domain (bench/), and real lists repeat their domains:
 // a small memo of this pure function keeps IDN-heavy lists near the ASCII speed.
 const IDN_CACHE_SIZE = 4096;
-const IDN_CACHE_DELIVERABLE = new Map<string, ParsedDomain | DomainFailure>();
-const IDN_CACHE_ANY = new Map<string, ParsedDomain | DomainFailure>();
+const IDN_CACHE_DELIVERABLE = new Map<string, ParsedDomain | PartFailure>();
+const IDN_CACHE_ANY = new Map<string, ParsedDomain | PartFailure>();
 
-function parseInternationalDomain(raw: string, rules: DomainRules): ParsedDomain | DomainFailure {
+function parseInternationalDomain(raw: string, rules: DomainRules): ParsedDomain | PartFailure {
   const mapped = mapInternationalDomain(raw);
   if (!mapped.ok) return mapped;
   const checked = scanDomain(mapped.ascii, rules);
@@ -90,7 +78,7 @@ function parseInternationalDomain(raw: string, rules: DomainRules): ParsedDomain
 }
 
 /** UTS-46 mapping to A-labels, after refusing what the mapping would hide or let through. */
-function mapInternationalDomain(raw: string): { ok: true; ascii: string } | DomainFailure {
+function mapInternationalDomain(raw: string): { ok: true; ascii: string } | PartFailure {
   const unsafe = findUnsafeCharacter(raw);
   if (unsafe !== undefined) {
     return fail(
@@ -154,7 +142,7 @@ const NON_ASCII = Symbol('non-ascii');
 function scanDomain(
   text: string,
   rules: DomainRules,
-): ParsedDomain | DomainFailure | typeof NON_ASCII {
+): ParsedDomain | PartFailure | typeof NON_ASCII {
   let labelStart = 0;
   let tldStart = 0;
   let hasUpper = false;
@@ -255,7 +243,7 @@ function scanDomain(
 }
 
 /** The Unicode form of a domain with A-labels, each one held to RFC 5891's rules. */
-function decodeALabels(ascii: string): ParsedDomain | DomainFailure {
+function decodeALabels(ascii: string): ParsedDomain | PartFailure {
   let confusable = false;
   const labels = ascii.split('.');
   for (let index = 0; index < labels.length; index++) {
@@ -288,15 +276,13 @@ function decodeALabel(label: string): string | undefined {
   if (ulabel.startsWith('-') || ulabel.endsWith('-')) return undefined;
   // An A-label that decodes to pure ASCII, or that a canonical encoder would write
   // differently, is a forgery of some other label.
-  let hasNonAscii = false;
-  for (let i = 0; i < ulabel.length; i++) if (ulabel.charCodeAt(i) >= 0x80) hasNonAscii = true;
-  if (!hasNonAscii) return undefined;
+  if (isAscii(ulabel)) return undefined;
   if (!isIdna2008Label(ulabel)) return undefined;
   if (`xn--${punycode.encode(ulabel)}` !== label) return undefined;
   return ulabel;
 }
 
-function parseDomainLiteral(raw: string, rules: DomainRules): ParsedDomain | DomainFailure {
+function parseDomainLiteral(raw: string, rules: DomainRules): ParsedDomain | PartFailure {
   if (!rules.allowDomainLiteral) {
     return fail(
       'domain_literal_not_allowed',

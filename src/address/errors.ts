@@ -29,12 +29,20 @@ export type ParseErrorCode =
   | 'display_name_not_allowed'
   | 'smtputf8_not_allowed';
 
-/** A failed parse: the input, a stable code and a sentence a person can read. */
-export interface ParseFailure {
+/** Why one part of the address (local part, domain) failed: a code and a sentence. */
+export interface PartFailure {
   readonly ok: false;
-  readonly input: string;
   readonly code: ParseErrorCode;
   readonly message: string;
+}
+
+/** A failed parse: the input, a stable code and a sentence a person can read. */
+export interface ParseFailure extends PartFailure {
+  readonly input: string;
+}
+
+export function partFailure(code: ParseErrorCode, message: string): PartFailure {
+  return { ok: false, code, message };
 }
 
 export function failure(input: string, code: ParseErrorCode, message: string): ParseFailure {

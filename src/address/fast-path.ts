@@ -1,19 +1,13 @@
+import { DOMAIN_CHAR, DOT, HYPHEN, LOWER, SPECIAL_USE_TLDS, UPPER } from './domain.js';
 import {
-  DOMAIN_CHAR,
-  DOT,
-  HYPHEN,
-  LOWER,
+  MAX_ADDRESS_OCTETS,
   MAX_DOMAIN_OCTETS,
   MAX_LABEL_OCTETS,
-  SPECIAL_USE_TLDS,
-  UPPER,
-} from './domain.js';
-import { ATEXT, MAX_LOCAL_OCTETS } from './local-part.js';
+  MAX_LOCAL_OCTETS,
+} from './limits.js';
+import { ATEXT } from './local-part.js';
 import type { ResolvedParseOptions } from './options.js';
 import type { ParsedAddress } from './parse.js';
-
-/** RFC 5321 4.5.3.1.3: a path of 256 octets, less the angle brackets. */
-export const MAX_ADDRESS_OCTETS = 254;
 
 /**
  * The commonest address in one pass and one allocation: an ASCII dot-atom at an ASCII host

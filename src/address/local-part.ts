@@ -1,13 +1,11 @@
-import { describeCharacter, type ParseErrorCode } from './errors.js';
+import { describeCharacter, partFailure as fail, type PartFailure } from './errors.js';
+import { MAX_LOCAL_OCTETS } from './limits.js';
 import {
   findUnsafeCharacter,
   isMixedScript,
   startsWithCombiningMark,
   utf8Length,
 } from './unicode.js';
-
-/** RFC 5321 4.5.3.1.1: a local part of at most 64 octets. */
-export const MAX_LOCAL_OCTETS = 64;
 
 export interface ParsedLocal {
   readonly ok: true;
@@ -17,19 +15,9 @@ export interface ParsedLocal {
   readonly confusable: boolean;
 }
 
-export interface LocalFailure {
-  readonly ok: false;
-  readonly code: ParseErrorCode;
-  readonly message: string;
-}
-
 export interface LocalRules {
   readonly allowQuotedLocal: boolean;
   readonly allowSmtpUtf8: boolean;
-}
-
-function fail(code: ParseErrorCode, message: string): LocalFailure {
-  return { ok: false, code, message };
 }
 
 // RFC 5322 3.2.3 atext, as a 128-entry table: one array read per character on the hot path.
@@ -43,7 +31,7 @@ export function isAtext(code: number): boolean {
 }
 
 /** Parses the part before the @-sign. Linear in its length. */
-export function parseLocalPart(raw: string, rules: LocalRules): ParsedLocal | LocalFailure {
+export function parseLocalPart(raw: string, rules: LocalRules): ParsedLocal | PartFailure {
   if (raw.length === 0) return fail('empty_local', 'There must be something before the @-sign.');
   if (raw.charCodeAt(0) === 0x22 /* " */) {
     if (!rules.allowQuotedLocal) {
@@ -57,7 +45,7 @@ export function parseLocalPart(raw: string, rules: LocalRules): ParsedLocal | Lo
   return parseDotAtom(raw, rules);
 }
 
-function parseDotAtom(raw: string, rules: LocalRules): ParsedLocal | LocalFailure {
+function parseDotAtom(raw: string, rules: LocalRules): ParsedLocal | PartFailure {
   let ascii = true;
   let previousDot = true; // the start behaves like a dot: no leading dot
   for (let i = 0; i < raw.length; i++) {
@@ -89,7 +77,7 @@ function parseDotAtom(raw: string, rules: LocalRules): ParsedLocal | LocalFailur
 }
 
 /** RFC 6531 local parts: safe Unicode, NFC, nothing that decomposes into a forbidden character. */
-function checkInternationalLocal(raw: string, rules: LocalRules): ParsedLocal | LocalFailure {
+function checkInternationalLocal(raw: string, rules: LocalRules): ParsedLocal | PartFailure {
   if (!rules.allowSmtpUtf8) {
     return fail(
       'smtputf8_not_allowed',
@@ -114,15 +102,14 @@ function checkInternationalLocal(raw: string, rules: LocalRules): ParsedLocal | 
       `The part before the @-sign contains an invalid character: ${describeCharacter(forbidden)}.`,
     );
   }
-  for (const atom of local.split('.')) {
-    if (startsWithCombiningMark(atom)) {
-      return fail(
-        'unsafe_character',
-        'The part before the @-sign starts with a combining character.',
-      );
-    }
+  const atoms = local.split('.');
+  if (atoms.some(startsWithCombiningMark)) {
+    return fail(
+      'unsafe_character',
+      'The part before the @-sign starts with a combining character.',
+    );
   }
-  const confusable = local.split('.').some(isMixedScript);
+  const confusable = atoms.some(isMixedScript);
   return checkLength({ ok: true, local, ascii: false, confusable });
 }
 
@@ -169,7 +156,7 @@ export function isLatinLetters(text: string): boolean {
  * RFC 5321 4.1.2 quoted-string (with RFC 6531's UTF-8 qtext). The result is unquoted when the
  * content is a valid dot-atom, so `"john"@x` and `john@x` normalize to one address.
  */
-function parseQuotedLocal(raw: string, rules: LocalRules): ParsedLocal | LocalFailure {
+function parseQuotedLocal(raw: string, rules: LocalRules): ParsedLocal | PartFailure {
   let content = '';
   let ascii = true;
   let i = 1;
@@ -232,14 +219,14 @@ function parseQuotedLocal(raw: string, rules: LocalRules): ParsedLocal | LocalFa
   return checkLength({ ok: true, local, ascii, confusable: false });
 }
 
-function localTooLong(octets: number): LocalFailure {
+function localTooLong(octets: number): PartFailure {
   return fail(
     'local_too_long',
     `The part before the @-sign is ${octets - MAX_LOCAL_OCTETS} octets too long (at most ${MAX_LOCAL_OCTETS}).`,
   );
 }
 
-function checkLength(parsed: ParsedLocal): ParsedLocal | LocalFailure {
+function checkLength(parsed: ParsedLocal): ParsedLocal | PartFailure {
   const octets = parsed.ascii ? parsed.local.length : utf8Length(parsed.local);
   return octets > MAX_LOCAL_OCTETS ? localTooLong(octets) : parsed;
 }

@@ -1,6 +1,7 @@
 import { parseDomain } from './domain.js';
-import { MAX_ADDRESS_OCTETS, parseCommonAscii } from './fast-path.js';
+import { parseCommonAscii } from './fast-path.js';
 import { failure, type ParseFailure } from './errors.js';
+import { MAX_ADDRESS_OCTETS, MAX_INPUT_LENGTH } from './limits.js';
 import { parseLocalPart } from './local-part.js';
 import {
   resolveParseOptions,
@@ -9,13 +10,6 @@ import {
   type ResolvedParseOptions,
 } from './options.js';
 import { utf8Length } from './unicode.js';
-
-/**
- * Inputs longer than this many UTF-16 units are refused before scanning. No address can be
- * longer than 254 octets; the margin leaves room for decomposed Unicode that NFC shortens.
- */
-export const MAX_INPUT_LENGTH = 1024;
-export { MAX_ADDRESS_OCTETS };
 
 /** A successfully parsed address: the one canonical form that everything downstream uses. */
 export interface ParsedAddress {

@@ -101,8 +101,6 @@ export function isLdhCode(code: number): boolean {
   );
 }
 
-const SCRIPT =
-  /[\p{Script=Latin}\p{Script=Cyrillic}\p{Script=Greek}\p{Script=Armenian}\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Bopomofo}]/u;
 const SCRIPT_TESTS: ReadonlyArray<readonly [string, RegExp]> = [
   ['Latin', /\p{Script=Latin}/u],
   ['Cyrillic', /\p{Script=Cyrillic}/u],
@@ -143,9 +141,7 @@ function scriptOf(char: string): string | undefined {
   if (code >= 0x30a0 && code <= 0x30fa) return 'Katakana';
   if ((code >= 0x4e00 && code <= 0x9fff) || (code >= 0x3400 && code <= 0x4dbf)) return 'Han';
   if (code >= 0xac00 && code <= 0xd7a3) return 'Hangul';
-  if (SCRIPT.test(char)) {
-    for (const [name, test] of SCRIPT_TESTS) if (test.test(char)) return name;
-  }
+  for (const [name, test] of SCRIPT_TESTS) if (test.test(char)) return name;
   // Any other script (Arabic, Devanagari, ...) counts as itself, named by its 256-code-point
   // block: close enough to tell two scripts apart in one label.
   return OTHER_LETTER.test(char) ? `other-${code >> 8}` : undefined;

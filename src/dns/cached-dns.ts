@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { Dns, MxAnswer } from '../ports/dns.js';
+import { raceAbort } from './abortable.js';
 
 export interface CachedDnsOptions {
   /** How long a positive answer (records, implicit MX) is kept. Default 5 minutes. */
@@ -72,24 +73,7 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
         );
         inFlight.set(key, pending);
       }
-      return signal === undefined ? pending : raceAbort(pending, signal);
+      return raceAbort(pending, signal);
     },
   };
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error as Error);
-      },
-    );
-  });
 }

@@ -91,25 +91,21 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const methods = buildMethods({ ...defaultCheckers(), ...options.checkers });
   const parseOptions = options.parse;
 
-  function methodOf(name: MethodName | undefined): Method {
-    const method = name === undefined ? methods.standard : methods[name];
-    if (method === undefined || !Object.hasOwn(methods, name ?? 'standard')) {
+  function methodOf(name: MethodName = 'standard'): Method {
+    // hasOwn, not `in`: 'toString' must be as unknown as 'deep'.
+    if (!Object.hasOwn(methods, name)) {
       throw new TypeError(
         `Unknown method ${JSON.stringify(name)}: expected one of ${METHOD_NAMES.join(', ')}`,
       );
     }
-    return method;
+    return methods[name];
   }
 
   return {
     methods,
     cost: (name) => methodOf(name).cost,
     verifySync(address, verifyOptions = {}) {
-      if (typeof address !== 'string') {
-        throw new TypeError(
-          `verifySync expects the address as a string, got ${describeType(address)}`,
-        );
-      }
+      requireString(address, 'verifySync');
       const method = methodOf(verifyOptions.method);
       if (dns.offline !== true || method.name === 'smtp') {
         throw new TypeError(
@@ -122,11 +118,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     },
     verify(address, verifyOptions = {}) {
       try {
-        if (typeof address !== 'string') {
-          throw new TypeError(
-            `verify expects the address as a string, got ${describeType(address)}`,
-          );
-        }
+        requireString(address, 'verify');
         const method = methodOf(verifyOptions.method);
         const { signal } = verifyOptions;
         if (signal?.aborted) return Promise.reject(signal.reason as Error);
@@ -137,6 +129,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
       }
     },
   };
+}
+
+function requireString(address: unknown, caller: string): asserts address is string {
+  if (typeof address !== 'string') {
+    throw new TypeError(`${caller} expects the address as a string, got ${describeType(address)}`);
+  }
 }
 
 /** One verification: parse once, then the method's checkers in order until one fails. */
