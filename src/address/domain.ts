@@ -3,6 +3,7 @@ import punycode from 'punycode/punycode.js';
 import { describeCharacter, partFailure as fail, type PartFailure } from './errors.js';
 import { isIpv6Literal, parseIpv4 } from './ip-literal.js';
 import { MAX_DOMAIN_OCTETS, MAX_LABEL_OCTETS } from './limits.js';
+import { boundedMemo } from './memo.js';
 import {
   findUnsafeCharacter,
   isAscii,
@@ -26,6 +27,21 @@ export const SPECIAL_USE_TLDS: ReadonlySet<string> = new Set([
   'alt',
   'internal',
 ]);
+
+// Lengths and first letters of the names above: most TLDs (com, net, de) differ in one of
+// the two, so the check needs no slice of the domain.
+const SPECIAL_USE_SHAPES: ReadonlySet<number> = new Set(
+  [...SPECIAL_USE_TLDS].map((tld) => tld.length * 128 + tld.charCodeAt(0)),
+);
+
+/** The special-use TLD that a lowercase ASCII domain's last label (from `start`) is, if any. */
+export function specialUseTldAt(domain: string, start: number): string | undefined {
+  if (!SPECIAL_USE_SHAPES.has((domain.length - start) * 128 + domain.charCodeAt(start))) {
+    return undefined;
+  }
+  const tld = domain.slice(start);
+  return SPECIAL_USE_TLDS.has(tld) ? tld : undefined;
+}
 
 // U+3002 IDEOGRAPHIC FULL STOP, U+FF0E FULLWIDTH FULL STOP, U+FF61 HALFWIDTH IDEOGRAPHIC FULL
 // STOP: UTS-46 maps each to '.', so a user typing in a CJK input method still gets a dot.
@@ -54,21 +70,18 @@ export function parseDomain(raw: string, rules: DomainRules): ParsedDomain | Par
   if (raw.charCodeAt(0) === 0x5b /* [ */) return parseDomainLiteral(raw, rules);
   const scanned = scanDomain(raw, rules);
   if (scanned !== NON_ASCII) return scanned;
-  const cache = rules.globallyDeliverable ? IDN_CACHE_DELIVERABLE : IDN_CACHE_ANY;
-  let parsed = cache.get(raw);
-  if (parsed === undefined) {
-    parsed = parseInternationalDomain(raw, rules);
-    if (cache.size >= IDN_CACHE_SIZE) cache.clear();
-    cache.set(raw, parsed);
-  }
-  return parsed;
+  return rules.globallyDeliverable
+    ? parseInternationalDeliverable(raw)
+    : parseInternationalAnywhere(raw);
 }
 
-// UTS-46 mapping costs about 5 µs a domain (bench/), and real lists repeat their domains:
-// a small memo of this pure function keeps IDN-heavy lists near the ASCII speed.
-const IDN_CACHE_SIZE = 4096;
-const IDN_CACHE_DELIVERABLE = new Map<string, ParsedDomain | PartFailure>();
-const IDN_CACHE_ANY = new Map<string, ParsedDomain | PartFailure>();
+// UTS-46 mapping costs about 5 µs a domain (bench/): memoized per rule set.
+const parseInternationalDeliverable = boundedMemo((raw) =>
+  parseInternationalDomain(raw, { allowDomainLiteral: false, globallyDeliverable: true }),
+);
+const parseInternationalAnywhere = boundedMemo((raw) =>
+  parseInternationalDomain(raw, { allowDomainLiteral: false, globallyDeliverable: false }),
+);
 
 function parseInternationalDomain(raw: string, rules: DomainRules): ParsedDomain | PartFailure {
   const mapped = mapInternationalDomain(raw);
@@ -226,24 +239,23 @@ function scanDomain(
         'The part after the @-sign is not within a valid top-level domain.',
       );
     }
-    // Every special-use TLD has 3 to 9 letters; skip the slice for the rest.
-    const tldLength = length - tldStart;
-    if (tldLength >= 3 && tldLength <= 9) {
-      const tld = ascii.slice(tldStart);
-      if (SPECIAL_USE_TLDS.has(tld)) {
-        return fail(
-          'special_use_domain',
-          `The domain is under '.${tld}', a special-use name that cannot receive email.`,
-        );
-      }
+    const tld = specialUseTldAt(ascii, tldStart);
+    if (tld !== undefined) {
+      return fail(
+        'special_use_domain',
+        `The domain is under '.${tld}', a special-use name that cannot receive email.`,
+      );
     }
   }
   if (!hasALabel) return { ok: true, ascii, unicode: ascii, literal: false, confusable: false };
   return decodeALabels(ascii);
 }
 
+/** The Unicode form of a domain with A-labels, memoized: punycode both ways costs ~1 µs. */
+const decodeALabels = boundedMemo(decodeALabelsOnce);
+
 /** The Unicode form of a domain with A-labels, each one held to RFC 5891's rules. */
-function decodeALabels(ascii: string): ParsedDomain | PartFailure {
+function decodeALabelsOnce(ascii: string): ParsedDomain | PartFailure {
   let confusable = false;
   const labels = ascii.split('.');
   for (let index = 0; index < labels.length; index++) {

@@ -1,4 +1,4 @@
-import { DOMAIN_CHAR, DOT, HYPHEN, LOWER, SPECIAL_USE_TLDS, UPPER } from './domain.js';
+import { DOMAIN_CHAR, DOT, HYPHEN, LOWER, specialUseTldAt, UPPER } from './domain.js';
 import {
   MAX_ADDRESS_OCTETS,
   MAX_DOMAIN_OCTETS,
@@ -78,14 +78,7 @@ export function parseCommonAscii(
   const domain = hasUpper ? input.slice(domainStart).toLowerCase() : input.slice(domainStart);
   if (rules.globallyDeliverable) {
     if (tldStart === domainStart || (lastKind !== LOWER && lastKind !== UPPER)) return undefined;
-    const tldLength = length - tldStart;
-    if (
-      tldLength >= 3 &&
-      tldLength <= 9 &&
-      SPECIAL_USE_TLDS.has(domain.slice(tldStart - domainStart))
-    ) {
-      return undefined;
-    }
+    if (specialUseTldAt(domain, tldStart - domainStart) !== undefined) return undefined;
   }
   const address = hasUpper ? `${local}@${domain}` : input;
   return {
