@@ -32,9 +32,20 @@ export function createNodeDns(options: NodeDnsOptions = {}): Dns {
   }
   return {
     mx(domain, signal) {
-      return withDeadline(lookupMx(resolver, domain), deadlineMs, signal);
+      return withDeadline(lookupMx(resolver, domain), deadlineMs, signal, TIMEOUT);
+    },
+    addresses(host, signal) {
+      return withDeadline(lookupAddresses(resolver, host), deadlineMs, signal, NO_ADDRESSES);
     },
   };
+}
+
+const NO_ADDRESSES: readonly string[] = Object.freeze([]);
+
+/** A and AAAA records of a mail host, IPv4 first (still the likelier to take port 25). */
+async function lookupAddresses(resolver: Resolver, host: string): Promise<readonly string[]> {
+  const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+  return [v4, v6].flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
 }
 
 async function lookupMx(resolver: Resolver, domain: string): Promise<MxAnswer> {
@@ -97,15 +108,16 @@ function errorCode(error: unknown): string {
     : 'EUNKNOWN';
 }
 
-/** The lookup, or a timeout answer at the deadline, or the caller's abort. */
-function withDeadline(
-  lookup: Promise<MxAnswer>,
+/** The lookup, or the timeout answer at the deadline, or the caller's abort. */
+function withDeadline<T>(
+  lookup: Promise<T>,
   deadlineMs: number,
-  signal?: AbortSignal,
-): Promise<MxAnswer> {
+  signal: AbortSignal | undefined,
+  onTimeout: T,
+): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<MxAnswer>((resolve) => {
-    timer = setTimeout(() => resolve(TIMEOUT), deadlineMs);
+  const deadline = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(onTimeout), deadlineMs);
   });
   const answer = Promise.race([lookup, deadline]).finally(() => clearTimeout(timer));
   return raceAbort(answer, signal);

@@ -1,5 +1,6 @@
 import type { ParsedAddress, ParseResult } from '../address/parse.js';
 import type { Dns, MxHost } from '../ports/dns.js';
+import type { ProbeAnswer, SmtpProber } from '../ports/smtp.js';
 
 /** Every check the engine knows, by name. */
 export type CheckName =
@@ -54,6 +55,16 @@ export interface Facts {
   readonly input: string;
   readonly parsed: ParseResult;
   mx?: MxFacts;
+  smtp?: SmtpFacts;
+  /** Wait and ask again when an SMTP server greylists (batches; off for single verifies). */
+  readonly retryGreylisted?: boolean;
+}
+
+/** What the SMTP probe said about the mailbox and, when asked, about the domain. */
+export interface SmtpFacts {
+  readonly answer: ProbeAnswer;
+  /** The catch-all probe's answer: from this session or from the per-domain cache. */
+  readonly catchAll: ProbeAnswer | null;
 }
 
 /** Facts once syntax has passed: the only kind that later checks see. */
@@ -64,6 +75,7 @@ export interface AddressFacts extends Facts {
 /** The ports a checker may use. Only I/O checkers touch them. */
 export interface CheckPorts {
   readonly dns: Dns;
+  readonly smtp?: SmtpProber;
 }
 
 export type CheckResult = Finding | Promise<Finding>;

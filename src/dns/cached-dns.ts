@@ -75,5 +75,9 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
       }
       return raceAbort(pending, signal);
     },
+    // Mail host addresses are asked once per SMTP session, not per address: no cache needed.
+    ...(inner.addresses === undefined
+      ? {}
+      : { addresses: (host, signal) => inner.addresses!(host, signal) }),
   };
 }

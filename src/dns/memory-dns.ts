@@ -8,6 +8,8 @@ export interface MemoryDns extends Dns {
   readonly queries: readonly string[];
   /** Adds or replaces a domain's answer. */
   set(domain: string, answer: MxAnswer | readonly string[]): void;
+  /** Sets the IP addresses of a mail host (for SMTP probes in tests). */
+  setAddresses(host: string, addresses: readonly string[]): void;
 }
 
 /**
@@ -18,8 +20,14 @@ export interface MemoryDns extends Dns {
  * const dns = createMemoryDns({ 'example.org': ['mx1.example.org'], 'down.test': { kind: 'failure', code: 'timeout' } });
  * const engine = createEngine({ dns });
  */
-export function createMemoryDns(zones: MemoryZones = {}): MemoryDns {
+export function createMemoryDns(
+  zones: MemoryZones = {},
+  hostAddresses: Readonly<Record<string, readonly string[]>> = {},
+): MemoryDns {
   const table = new Map<string, MxAnswer>();
+  const addresses = new Map<string, readonly string[]>(
+    Object.entries(hostAddresses).map(([host, ips]) => [host.toLowerCase(), ips]),
+  );
   const queries: string[] = [];
   const set = (domain: string, answer: MxAnswer | readonly string[]) => {
     table.set(domain.toLowerCase(), toAnswer(answer));
@@ -28,6 +36,11 @@ export function createMemoryDns(zones: MemoryZones = {}): MemoryDns {
   return {
     queries,
     set,
+    setAddresses: (host, ips) => addresses.set(host.toLowerCase(), ips),
+    addresses(host, signal) {
+      if (signal?.aborted) return Promise.reject(signal.reason as Error);
+      return Promise.resolve(addresses.get(host.toLowerCase()) ?? []);
+    },
     mx(domain, signal) {
       if (signal?.aborted) return Promise.reject(signal.reason as Error);
       queries.push(domain);

@@ -6,6 +6,7 @@ import {
   type ParseResult,
 } from '../address/parse.js';
 import { createNodeDns, type NodeDnsOptions } from '../adapters/node-dns.js';
+import { createNodeSmtp, type NodeSmtpOptions } from '../adapters/node-smtp.js';
 import type {
   AddressFacts,
   CheckPorts,
@@ -20,6 +21,9 @@ import { createCachedDns } from '../dns/cached-dns.js';
 import { offlineDns } from '../dns/offline-dns.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { Dns } from '../ports/dns.js';
+import type { SmtpProber } from '../ports/smtp.js';
+import { batchProbes } from './probe-batcher.js';
+import { verifyEach, type VerifyManyOptions, type VerifyManyResult } from './verify-many.js';
 import {
   buildMethods,
   defaultCheckers,
@@ -43,6 +47,17 @@ export interface EngineOptions {
   readonly offline?: boolean;
   /** Options of the default Node resolver: servers, deadline, tries. */
   readonly dnsOptions?: NodeDnsOptions;
+  /**
+   * The SMTP port for the smtp method. Default: our node:net prober (see `smtpOptions`),
+   * created on first use; none when `offline` (the smtp check is then skipped).
+   */
+  readonly smtp?: SmtpProber;
+  /** Options of the default prober: HELO name, MAIL FROM, port, timeouts, limits. */
+  readonly smtpOptions?: NodeSmtpOptions;
+  /** How long a domain's catch-all answer is reused. Default 1 hour. */
+  readonly catchAllTtlMs?: number;
+  /** Wait before asking a greylisting server again (`retryGreylisted`). Default 6 minutes. */
+  readonly greylistRetryMs?: number;
   readonly clock?: Clock;
   /** Syntax policy: profile and options of `parseAddress`. Default: the default profile. */
   readonly parse?: ParseAddressOptions;
@@ -55,6 +70,11 @@ export interface VerifyOptions {
   readonly method?: MethodName;
   /** Aborts the verification: the promise rejects with the signal's reason. */
   readonly signal?: AbortSignal;
+  /**
+   * When an SMTP server greylists, wait `greylistRetryMs` and ask once more, instead of
+   * answering `unavailable_smtp` at once. Default false: a signup form cannot wait minutes.
+   */
+  readonly retryGreylisted?: boolean;
 }
 
 /** The verification engine: pure logic over the ports it was built with. */
@@ -66,6 +86,14 @@ export interface Engine {
    * validator's hot path without a promise. Throws a TypeError on an engine that does I/O.
    */
   verifySync(address: string, options?: Omit<VerifyOptions, 'signal'>): Verdict;
+  /**
+   * Verifies many addresses, grouped by domain so that one MX lookup and one SMTP session
+   * serve each group. Yields `{ index, verdict }` as each completes (not in input order).
+   */
+  verifyMany(
+    addresses: Iterable<string>,
+    options?: VerifyManyOptions,
+  ): AsyncIterableIterator<VerifyManyResult>;
   /** Credits a method costs. */
   cost(method: MethodName): number;
   /** The method table, as data. */
@@ -87,8 +115,16 @@ export function createEngine(options: EngineOptions = {}): Engine {
     (options.offline === true
       ? offlineDns()
       : createCachedDns(createNodeDns(options.dnsOptions), { clock }));
-  const ports: CheckPorts = { dns };
-  const methods = buildMethods({ ...defaultCheckers(), ...options.checkers });
+  const smtp = options.smtp ?? (options.offline === true ? undefined : defaultProber(options, dns));
+  const ports: CheckPorts =
+    smtp === undefined
+      ? { dns }
+      : {
+          dns,
+          smtp: batchProbes(smtp, { clock, ...optional('catchAllTtlMs', options.catchAllTtlMs) }),
+        };
+  const smtpChecks = optional('greylistRetryMs', options.greylistRetryMs);
+  const methods = buildMethods({ ...defaultCheckers(smtpChecks), ...options.checkers });
   const parseOptions = options.parse;
 
   function methodOf(name: MethodName = 'standard'): Method {
@@ -101,7 +137,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     return methods[name];
   }
 
-  return {
+  const engine: Engine = {
     methods,
     cost: (name) => methodOf(name).cost,
     verifySync(address, verifyOptions = {}) {
@@ -122,13 +158,40 @@ export function createEngine(options: EngineOptions = {}): Engine {
         const method = methodOf(verifyOptions.method);
         const { signal } = verifyOptions;
         if (signal?.aborted) return Promise.reject(signal.reason as Error);
-        const verdict = run(address, method, ports, clock, parseOptions, signal);
+        const retry = verifyOptions.retryGreylisted === true;
+        const verdict = run(address, method, ports, clock, parseOptions, signal, retry);
         return verdict instanceof Promise ? verdict : Promise.resolve(verdict);
       } catch (error) {
         return Promise.reject(error as Error);
       }
     },
+    verifyMany(addresses, manyOptions = {}) {
+      methodOf(manyOptions.method);
+      return verifyEach(addresses, manyOptions, (address, verifyOptions) =>
+        engine.verify(address, verifyOptions),
+      );
+    },
   };
+  return engine;
+}
+
+/** Our node:net prober, built on first use (its HELO warning is for smtp users only). */
+function defaultProber(options: EngineOptions, dns: Dns): SmtpProber {
+  let prober: SmtpProber | undefined;
+  return {
+    probe(request, signal) {
+      prober ??= createNodeSmtp({
+        resolveHost: (host, hostSignal) => dns.addresses?.(host, hostSignal) ?? Promise.resolve([]),
+        ...options.smtpOptions,
+      });
+      return prober.probe(request, signal);
+    },
+  };
+}
+
+/** `{ [key]: value }`, or `{}` when value is undefined (exactOptionalPropertyTypes). */
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 function requireString(address: unknown, caller: string): asserts address is string {
@@ -145,6 +208,7 @@ function run(
   clock: Clock,
   parseOptions: ParseAddressOptions | undefined,
   signal: AbortSignal | undefined,
+  retryGreylisted = false,
 ): Verdict | Promise<Verdict> {
   const parsed = parseAddress(input, parseOptions);
   const syntax = syntaxFinding(parsed);
@@ -152,7 +216,9 @@ function run(
     return buildVerdict(input, parsed, undefined, method, [syntax], SYNCHRONOUS, clock);
   const fixed = testAddressVerdict(parsed);
   if (fixed !== undefined) return testVerdict(input, parsed, method, fixed);
-  const facts: AddressFacts = { input, parsed };
+  const facts: AddressFacts = retryGreylisted
+    ? { input, parsed, retryGreylisted }
+    : { input, parsed };
   return runFrom(0, [syntax], facts, method, ports, signal, SYNCHRONOUS, clock);
 }
 

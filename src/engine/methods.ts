@@ -5,6 +5,7 @@ import { freeProvider } from '../checks/free-provider.js';
 import { mx } from '../checks/mx.js';
 import { noReply } from '../checks/no-reply.js';
 import { role } from '../checks/role.js';
+import { catchAll, smtp, type SmtpCheckOptions } from '../checks/smtp.js';
 
 export type MethodName = 'quick' | 'standard' | 'smtp';
 
@@ -26,12 +27,13 @@ export interface CheckerSet {
   readonly role: Checker;
   readonly freeProvider: Checker;
   readonly noReply: Checker;
-  /** Added by the smtp method; absent until an SMTP prober is configured. */
-  readonly smtp?: readonly Checker[];
+  /** What the smtp method adds: the probe, then the reading of its catch-all answer. */
+  readonly smtp: readonly Checker[];
 }
 
-export function defaultCheckers(): CheckerSet {
+export function defaultCheckers(smtpOptions: SmtpCheckOptions = {}): CheckerSet {
   return {
+    smtp: [smtp(smtpOptions), catchAll()],
     domain: domain(),
     mx: mx(),
     disposable: disposable(),
@@ -51,6 +53,6 @@ export function buildMethods(checkers: CheckerSet): Readonly<Record<MethodName, 
   return {
     quick: { name: 'quick', cost: 1, checkers: quick },
     standard: { name: 'standard', cost: 2, checkers: standard },
-    smtp: { name: 'smtp', cost: 10, checkers: [...standard, ...(checkers.smtp ?? [])] },
+    smtp: { name: 'smtp', cost: 10, checkers: [...standard, ...checkers.smtp] },
   };
 }

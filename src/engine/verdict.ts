@@ -21,6 +21,7 @@ export type Reason =
 
 /** Reasons that mean "we could not find out": refunded, never held against the address. */
 export const UNKNOWN_REASONS: ReadonlySet<Reason> = new Set([
+  'invalid_smtp',
   'no_connect',
   'timeout',
   'unavailable_smtp',
@@ -103,9 +104,19 @@ function failReason(check: CheckName): Reason {
   }
 }
 
-/** A DNS timeout is a timeout; a name server that fails or refuses is one we cannot reach. */
+/**
+ * A DNS or SMTP timeout is a timeout; a name server that fails or refuses, or a mail host we
+ * cannot reach, is no_connect; a server talking nonsense is invalid_smtp; any other SMTP
+ * answer that says nothing about the mailbox (greylisting, a block of our IP, 4xx, 252) is
+ * unavailable_smtp.
+ */
 function unknownReason(finding: Finding): Reason {
   if (finding.code.endsWith('timeout')) return 'timeout';
   if (finding.check === 'mx') return 'no_connect';
+  if (finding.check === 'smtp') {
+    if (finding.code === 'no_connect') return 'no_connect';
+    if (finding.code === 'invalid_smtp') return 'invalid_smtp';
+    return 'unavailable_smtp';
+  }
   return 'unexpected_error';
 }

@@ -36,4 +36,9 @@ export interface Dns {
   readonly offline?: boolean;
   /** Never rejects for a DNS outcome: NXDOMAIN, no data and timeouts are answers. */
   mx(domain: string, signal?: AbortSignal): Promise<MxAnswer>;
+  /**
+   * IPv4 and IPv6 addresses of a mail host, for the SMTP prober; empty when there are none
+   * or they could not be had. Optional: a Dns without it leaves the prober no host to reach.
+   */
+  addresses?(host: string, signal?: AbortSignal): Promise<readonly string[]>;
 }

@@ -1,3 +1,11 @@
 export type { Clock } from './clock.js';
 export { systemClock } from './clock.js';
 export type { Dns, DnsFailureCode, MxAnswer, MxHost } from './dns.js';
+export type {
+  ProbeAnswer,
+  ProbeClass,
+  ProbeRecipient,
+  ProbeReport,
+  ProbeRequest,
+  SmtpProber,
+} from './smtp.js';

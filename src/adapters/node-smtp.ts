@@ -1,0 +1,386 @@
+import { isIP, Socket } from 'node:net';
+import { hostname } from 'node:os';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import type {
+  ProbeAnswer,
+  ProbeClass,
+  ProbeReport,
+  ProbeRequest,
+  SmtpProber,
+} from '../ports/smtp.js';
+import { isSafeArgument } from '../smtp/commands.js';
+import { ConnectionLimits } from '../smtp/connection-limits.js';
+import { MAX_REPLY_BYTES, ReplyReader } from '../smtp/reply.js';
+import {
+  ProbeSession,
+  type ProbeRecipient,
+  type ConnectionFailure,
+  type SessionAction,
+  type SessionFailure,
+} from '../smtp/session.js';
+import { isPublicAddress } from '../smtp/target-policy.js';
+
+/** Named defaults, each overridden by the option of the same meaning. */
+export const SMTP_PORT = 25;
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** RFC 5321 4.5.3.2.1 allows 5 minutes for the greeting; probes that wait that long stall. */
+export const BANNER_TIMEOUT_MS = 30_000;
+export const COMMAND_TIMEOUT_MS = 20_000;
+export const SESSION_DEADLINE_MS = 60_000;
+export const MAX_CONNECTIONS_PER_HOST = 2;
+export const MAX_CONNECTIONS = 50;
+export const RECIPIENTS_PER_SESSION = 50;
+export const RECIPIENTS_PER_TRANSACTION = 20;
+export const MAX_HOSTS_PER_PROBE = 3;
+
+export interface NodeSmtpOptions {
+  /** The name we greet with (EHLO). Default: this machine's host name, with a warning. */
+  readonly heloName?: string;
+  /** The envelope sender. Default: `verify@<heloName>`, with a warning. '' sends `<>`. */
+  readonly mailFrom?: string;
+  /** Port of the mail hosts; 25 in production, anything in tests. */
+  readonly port?: number;
+  readonly connectTimeoutMs?: number;
+  readonly bannerTimeoutMs?: number;
+  /** Wait for each reply after a command (a pipelined group counts as one). */
+  readonly commandTimeoutMs?: number;
+  /** Deadline of one whole session, connect to QUIT. */
+  readonly sessionDeadlineMs?: number;
+  /** Opportunistic STARTTLS (default true) and whether certificates must verify (false). */
+  readonly tls?: { readonly startTls?: boolean; readonly rejectUnauthorized?: boolean };
+  readonly maxReplyBytes?: number;
+  readonly maxConnectionsPerHost?: number;
+  readonly maxConnections?: number;
+  readonly recipientsPerSession?: number;
+  readonly recipientsPerTransaction?: number;
+  /** How many MX hosts one probe tries, in order, when a host cannot be reached or says 421. */
+  readonly maxHostsPerProbe?: number;
+  /** Connect to loopback, private, link-local and other non-public addresses (tests only). */
+  readonly allowPrivateNetworks?: boolean;
+  /** Resolves an MX host name to IP addresses. Default: none found (set by createEngine). */
+  readonly resolveHost?: (host: string, signal: AbortSignal) => Promise<readonly string[]>;
+  /** Told once when a production setting falls back to a default. Default: process warning. */
+  readonly onWarning?: (message: string) => void;
+}
+
+type Resolved = Required<Omit<NodeSmtpOptions, 'tls' | 'onWarning'>> & {
+  readonly startTls: boolean;
+  readonly rejectUnauthorized: boolean;
+};
+
+/**
+ * The SmtpProber port on node:net and node:tls. Each probe splits its recipients into
+ * sessions (`recipientsPerSession`), each session tries the MX hosts in order, and every
+ * connection waits for a slot under the per-host and total limits.
+ *
+ * @example
+ * const smtp = createNodeSmtp({ heloName: 'verify.example.com', mailFrom: 'probe@example.com' });
+ */
+export function createNodeSmtp(options: NodeSmtpOptions = {}): SmtpProber {
+  const resolved = resolveOptions(options);
+  const limits = new ConnectionLimits(resolved.maxConnectionsPerHost, resolved.maxConnections);
+  return {
+    probe: (request, signal) => probe(request, resolved, limits, signal),
+  };
+}
+
+function resolveOptions(options: NodeSmtpOptions): Resolved {
+  const warn = options.onWarning ?? ((message) => process.emitWarning(message, 'MailverdictSmtp'));
+  let heloName = options.heloName;
+  if (heloName === undefined) {
+    heloName = hostname();
+    warn(`SMTP probes greet as '${heloName}' (the host name); set heloName to a name whose DNS
+points back at this machine, or many servers will refuse the probe.`);
+  }
+  let mailFrom = options.mailFrom;
+  if (mailFrom === undefined) {
+    mailFrom = `verify@${heloName}`;
+    warn(
+      `SMTP probes send MAIL FROM:<${mailFrom}>; set mailFrom to an address of a domain you own.`,
+    );
+  }
+  for (const [name, value] of [
+    ['heloName', heloName],
+    ['mailFrom', mailFrom],
+  ] as const) {
+    if (!isSafeArgument(value) || value.includes(' ') || value.includes('>')) {
+      throw new TypeError(`smtp ${name} must be a plain name without spaces or control characters`);
+    }
+  }
+  return {
+    heloName,
+    mailFrom,
+    port: options.port ?? SMTP_PORT,
+    connectTimeoutMs: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+    bannerTimeoutMs: options.bannerTimeoutMs ?? BANNER_TIMEOUT_MS,
+    commandTimeoutMs: options.commandTimeoutMs ?? COMMAND_TIMEOUT_MS,
+    sessionDeadlineMs: options.sessionDeadlineMs ?? SESSION_DEADLINE_MS,
+    startTls: options.tls?.startTls ?? true,
+    rejectUnauthorized: options.tls?.rejectUnauthorized ?? false,
+    maxReplyBytes: options.maxReplyBytes ?? MAX_REPLY_BYTES,
+    maxConnectionsPerHost: options.maxConnectionsPerHost ?? MAX_CONNECTIONS_PER_HOST,
+    maxConnections: options.maxConnections ?? MAX_CONNECTIONS,
+    recipientsPerSession: Math.max(1, options.recipientsPerSession ?? RECIPIENTS_PER_SESSION),
+    recipientsPerTransaction: Math.max(
+      1,
+      options.recipientsPerTransaction ?? RECIPIENTS_PER_TRANSACTION,
+    ),
+    maxHostsPerProbe: Math.max(1, options.maxHostsPerProbe ?? MAX_HOSTS_PER_PROBE),
+    allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+    resolveHost: options.resolveHost ?? (() => Promise.resolve([])),
+  };
+}
+
+async function probe(
+  request: ProbeRequest,
+  options: Resolved,
+  limits: ConnectionLimits,
+  signal: AbortSignal | undefined,
+): Promise<ProbeReport> {
+  signal?.throwIfAborted();
+  const all: ProbeRecipient[] = [...request.recipients];
+  if (request.catchAllProbe !== undefined) all.unshift(request.catchAllProbe);
+  const chunks: ProbeRecipient[][] = [];
+  for (let i = 0; i < all.length; i += options.recipientsPerSession) {
+    chunks.push(all.slice(i, i + options.recipientsPerSession));
+  }
+  let connections = 0;
+  const countConnection = () => connections++;
+  const answered = await Promise.all(
+    chunks.map((chunk) => probeChunk(request, chunk, options, limits, countConnection, signal)),
+  );
+  const answers = answered.flat();
+  const catchAll = request.catchAllProbe === undefined ? null : (answers.shift() ?? null);
+  return { recipients: answers, catchAll, connections };
+}
+
+/** One group of recipients: host after host until each has an answer or no host is left. */
+async function probeChunk(
+  request: ProbeRequest,
+  recipients: readonly ProbeRecipient[],
+  options: Resolved,
+  limits: ConnectionLimits,
+  countConnection: () => void,
+  signal: AbortSignal | undefined,
+): Promise<ProbeAnswer[]> {
+  const answers: Array<ProbeAnswer | undefined> = recipients.map(() => undefined);
+  let last: ProbeAnswer = { class: 'no_connect', reply: null, host: null };
+  for (const host of request.hosts.slice(0, options.maxHostsPerProbe)) {
+    const open = answers.flatMap((answer, index) => (answer === undefined ? [index] : []));
+    if (open.length === 0) break;
+    const target = await pickAddress(host, options, signal);
+    if (target === undefined) {
+      last = { class: 'no_connect', reply: null, host };
+      continue;
+    }
+    let startTls = options.startTls;
+    let session: ProbeSession;
+    for (;;) {
+      session = new ProbeSession({
+        heloName: options.heloName,
+        mailFrom: options.mailFrom,
+        recipients: open.map((index) => recipients[index] as ProbeRecipient),
+        startTls,
+        recipientsPerTransaction: options.recipientsPerTransaction,
+      });
+      const release = await limits.acquire(target, signal);
+      try {
+        await runSession(session, target, host, options, countConnection, signal);
+      } finally {
+        release();
+      }
+      // Opportunistic TLS that fails is retried in plain text, as MTAs do (RFC 3207 4.1).
+      if (session.failure === 'tls_failed' && startTls) {
+        startTls = false;
+        continue;
+      }
+      break;
+    }
+    session.answers.forEach((answer, position) => {
+      if (answer !== undefined) {
+        answers[open[position] as number] = {
+          class: answer.class,
+          reply: summary(answer.reply),
+          host,
+        };
+      }
+    });
+    const failure = session.failure;
+    if (failure === undefined) continue;
+    last = { class: failureClass(failure), reply: summary(session.failureReply), host };
+    if (!triesNextHost(failure)) break;
+  }
+  return answers.map((answer) => answer ?? last);
+}
+
+/** RFC 5321 5.1: an unreachable host, a 421 or a 4xx greeting sends us to the next MX. */
+function triesNextHost(failure: SessionFailure): boolean {
+  return failure === 'try_next_mx' || failure === 'closed' || failure === 'no_connect';
+}
+
+function failureClass(failure: SessionFailure): ProbeClass {
+  switch (failure) {
+    case 'closed':
+    case 'no_connect':
+    case 'tls_failed':
+      return 'no_connect';
+    case 'timeout':
+      return 'timeout';
+    case 'try_next_mx':
+      return 'temporary';
+    case 'malformed_reply':
+    case 'reply_too_large':
+    case 'unsafe_command':
+      return 'invalid';
+    default:
+      return failure;
+  }
+}
+
+function summary(reply: { code: number; enhanced: string | null; text: string } | null) {
+  return reply === null ? null : { code: reply.code, enhanced: reply.enhanced, text: reply.text };
+}
+
+/** The first address of `host` we may connect to; resolved once, connected to as checked. */
+async function pickAddress(
+  host: string,
+  options: Resolved,
+  signal: AbortSignal | undefined,
+): Promise<string | undefined> {
+  const literal = host.startsWith('[') ? host.slice(1, -1).replace(/^ipv6:/i, '') : host;
+  let addresses: readonly string[];
+  if (isIP(literal) !== 0) {
+    addresses = [literal];
+  } else {
+    try {
+      addresses = await options.resolveHost(host, signal ?? new AbortController().signal);
+    } catch {
+      signal?.throwIfAborted();
+      return undefined;
+    }
+  }
+  return addresses.find((address) => options.allowPrivateNetworks || isPublicAddress(address));
+}
+
+/**
+ * Drives one session over one connection until it ends, with a timer for each phase and
+ * one for the whole session. Resolves once the socket is closed: none is ever left open.
+ */
+function runSession(
+  session: ProbeSession,
+  address: string,
+  host: string,
+  options: Resolved,
+  countConnection: () => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const reader = new ReplyReader(options.maxReplyBytes);
+    let socket: Socket | TLSSocket = new Socket();
+    let phaseTimer: NodeJS.Timeout | undefined;
+    let finished = false;
+    countConnection();
+
+    const deadline = setTimeout(() => fail('timeout'), options.sessionDeadlineMs);
+    const onAbort = () => finish(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+
+    function arm(ms: number, failure: ConnectionFailure): void {
+      clearTimeout(phaseTimer);
+      phaseTimer = setTimeout(() => fail(failure), ms);
+    }
+
+    function finish(abortReason?: unknown): void {
+      if (finished) return;
+      finished = true;
+      clearTimeout(deadline);
+      clearTimeout(phaseTimer);
+      signal?.removeEventListener('abort', onAbort);
+      socket.removeAllListeners('data');
+      if (socket.destroyed) settle();
+      else {
+        socket.once('close', settle);
+        socket.destroy();
+      }
+      function settle() {
+        if (abortReason !== undefined) reject(abortReason as Error);
+        else resolve();
+      }
+    }
+
+    function fail(failure: ConnectionFailure): void {
+      if (finished) return;
+      session.onError(failure);
+      finish();
+    }
+
+    function perform(actions: readonly SessionAction[]): void {
+      for (const action of actions) {
+        if (finished) return;
+        switch (action.type) {
+          case 'write':
+            socket.write(action.data);
+            arm(options.commandTimeoutMs, 'timeout');
+            break;
+          case 'start_tls':
+            upgrade();
+            break;
+          case 'close':
+            // QUIT, if any, was written just before: let it go out, then close.
+            if (socket.writableLength > 0) socket.end(() => finish());
+            else finish();
+            clearTimeout(phaseTimer);
+            return;
+        }
+      }
+    }
+
+    function onData(chunk: string): void {
+      const batch = reader.feed(chunk);
+      for (const reply of batch.replies) {
+        if (finished || session.done) break;
+        clearTimeout(phaseTimer);
+        perform(session.onReply(reply));
+      }
+      if (batch.error !== undefined && !finished) {
+        perform(session.onError(batch.error));
+        finish();
+      }
+    }
+
+    function upgrade(): void {
+      clearTimeout(phaseTimer);
+      const plain = socket;
+      plain.removeAllListeners('data');
+      reader.reset();
+      const secure = tlsConnect({
+        socket: plain,
+        rejectUnauthorized: options.rejectUnauthorized,
+        // SNI takes a host name, never an IP literal (RFC 6066 3).
+        ...(isIP(host) === 0 ? { servername: host } : {}),
+      });
+      socket = secure;
+      secure.setEncoding('utf8');
+      arm(options.commandTimeoutMs, 'timeout');
+      let secured = false;
+      secure.once('secureConnect', () => {
+        secured = true;
+        clearTimeout(phaseTimer);
+        secure.on('data', onData);
+        perform(session.onTlsReady());
+      });
+      secure.on('error', () => fail(secured ? 'closed' : 'tls_failed'));
+      secure.on('close', () => fail(secured ? 'closed' : 'tls_failed'));
+    }
+
+    socket.setEncoding('utf8');
+    socket.setNoDelay(true);
+    socket.on('error', () => fail(socket.connecting ? 'no_connect' : 'closed'));
+    socket.on('close', () => fail('closed'));
+    socket.on('data', onData);
+    arm(options.connectTimeoutMs, 'no_connect');
+    socket.connect({ host: address, port: options.port }, () => {
+      arm(options.bannerTimeoutMs, 'timeout');
+    });
+  });
+}
