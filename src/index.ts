@@ -24,7 +24,40 @@ export { providerOf } from './engine/provider.js';
 export * from './format/shapes.js';
 export type { Clock, Dns, DnsFailureCode, MxAnswer, MxHost } from './ports/index.js';
 export { systemClock } from './ports/index.js';
+export type {
+  ProbeAnswer,
+  ProbeClass,
+  ProbeRecipient,
+  ProbeReport,
+  ProbeRequest,
+  SmtpProber,
+} from './ports/index.js';
 export { createNodeDns, DNS_DEADLINE_MS } from './adapters/node-dns.js';
+export {
+  createNodeSmtp,
+  BANNER_TIMEOUT_MS,
+  COMMAND_TIMEOUT_MS,
+  CONNECT_TIMEOUT_MS,
+  MAX_CONNECTIONS,
+  MAX_CONNECTIONS_PER_HOST,
+  MAX_HOSTS_PER_PROBE,
+  RECIPIENTS_PER_SESSION,
+  RECIPIENTS_PER_TRANSACTION,
+  SESSION_DEADLINE_MS,
+  SMTP_PORT,
+} from './adapters/node-smtp.js';
+export type { NodeSmtpOptions } from './adapters/node-smtp.js';
+export { batchProbes, CATCH_ALL_TTL_MS } from './engine/probe-batcher.js';
+export type { ProbeBatcherOptions } from './engine/probe-batcher.js';
+export type { VerifyManyOptions, VerifyManyResult } from './engine/verify-many.js';
+export { classifyRcpt, classifySession } from './smtp/classify.js';
+export type { ReplyClass } from './smtp/classify.js';
+export { MAX_REPLY_BYTES, ReplyReader } from './smtp/reply.js';
+export type { SmtpReply } from './smtp/reply.js';
+export { ProbeSession } from './smtp/session.js';
+export type { SessionAction, SessionPlan } from './smtp/session.js';
+export { encodeCommand, UnsafeCommandError } from './smtp/commands.js';
+export { isPublicAddress } from './smtp/target-policy.js';
 export type { NodeDnsOptions } from './adapters/node-dns.js';
 export { createCachedDns } from './dns/cached-dns.js';
 export type { CachedDnsOptions } from './dns/cached-dns.js';

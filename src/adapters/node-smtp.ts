@@ -336,11 +336,14 @@ function runSession(
     }
 
     function onData(chunk: string): void {
+      const reading = socket;
       const batch = reader.feed(chunk);
       for (const reply of batch.replies) {
         if (finished || session.done) break;
         clearTimeout(phaseTimer);
         perform(session.onReply(reply));
+        // RFC 3207 4.2: whatever followed the 220 to STARTTLS in plain text is discarded.
+        if (socket !== reading) return;
       }
       if (batch.error !== undefined && !finished) {
         perform(session.onError(batch.error));
@@ -361,7 +364,8 @@ function runSession(
       });
       socket = secure;
       secure.setEncoding('utf8');
-      arm(options.commandTimeoutMs, 'timeout');
+      // A handshake that stalls is a TLS failure like any other: retried in plain text.
+      arm(options.commandTimeoutMs, 'tls_failed');
       let secured = false;
       secure.once('secureConnect', () => {
         secured = true;

@@ -7,3 +7,4 @@ export { disposable } from './disposable.js';
 export { role } from './role.js';
 export { freeProvider } from './free-provider.js';
 export { noReply } from './no-reply.js';
+export { catchAll, GREYLIST_RETRY_MS, smtp, SMTP_FINDINGS, type SmtpCheckOptions } from './smtp.js';

@@ -33,7 +33,7 @@ export type ReplyClass =
 // Texts of servers that refuse the sender, not the recipient. Checked first: "550 5.1.1 ...
 // blocked" is rare, "554 ... blocked using zen.spamhaus.org ... user" is not.
 const WE_ARE_BLOCKED =
-  /spamhaus|spamcop|barracuda|\brbl\b|\bdnsbl\b|blacklist|blocklist|block list|black list|\bblocked\b|\bbanned\b|\blisted\b|reputation|not allowed to send|access denied|client host rejected|sender rejected|too many connections|rate limit|try again in|\bpolicy\b|\babuse\b|\bspam\b/i;
+  /spamhaus|spamcop|barracuda|\brbl\b|\bdnsbl\b|blacklist|blocklist|block list|black list|\bblocked\b|\bbanned\b|\blisted\b|reputation|not allowed to send|access denied|client host rejected|sender (?:address )?rejected|too many connections|rate limit|try again in|\bpolicy\b|\babuse\b|\bspam\b/i;
 
 const GREYLISTED = /gr[ae]y-?list|try again later|deferred/i;
 
@@ -45,7 +45,7 @@ const DISABLED =
 
 // The many ways of saying "no such mailbox": Postfix, Exim, Exchange, Gmail, Yahoo, qmail...
 const NO_SUCH_USER =
-  /user unknown|unknown user|no such (?:user|mailbox|recipient|address)|does not exist|doesn't exist|not exist|unknown (?:recipient|mailbox|address)|recipient (?:address )?rejected|invalid (?:recipient|mailbox|address|user)|address rejected|recipientnotfound|mailbox not found|user not found|no mailbox|not a valid (?:mailbox|user|recipient)|(?:doesn't|does not) have an? (?:\S+ )?account|undeliverable address|bad destination/i;
+  /user unknown|unknown user|no such (?:user|mailbox|recipient|address)|does not exist|doesn't exist|not exist|unknown (?:recipient|mailbox|address)|recipient (?:address )?rejected|invalid (?:recipient|mailbox|address|user)|recipientnotfound|not listed in|mailbox not found|user not found|no mailbox|not a valid (?:mailbox|user|recipient)|(?:doesn't|does not) have an? (?:\S+ )?account|undeliverable address|bad destination/i;
 
 const TOO_MANY_RECIPIENTS = /too many recipients/i;
 

@@ -8,6 +8,10 @@ export interface ScriptedServer {
   readonly port: number;
   /** Connections accepted so far. */
   readonly connections: () => number;
+  /** Most connections open at one time. */
+  readonly maxConcurrent: () => number;
+  /** Sessions that completed a STARTTLS handshake. */
+  readonly tlsSessions: () => number;
   /** Every RCPT address received, in order. */
   readonly rcpts: string[];
   /** Every MAIL FROM received with its SMTPUTF8 flag. */
@@ -35,6 +39,9 @@ const UNKNOWN: RcptScript = {
 /** nodemailer's smtp-server on 127.0.0.1, on a port the system picks, answering by script. */
 export async function startScriptedServer(script: ScriptOptions = {}): Promise<ScriptedServer> {
   let connections = 0;
+  let open = 0;
+  let maxConcurrent = 0;
+  let tlsSessions = 0;
   const rcpts: string[] = [];
   const mails: Array<{ address: string; utf8: boolean }> = [];
   const attempts = new Map<string, number>();
@@ -46,6 +53,14 @@ export async function startScriptedServer(script: ScriptOptions = {}): Promise<S
     hideSTARTTLS: true,
     onConnect(_session, callback) {
       connections++;
+      maxConcurrent = Math.max(maxConcurrent, ++open);
+      callback();
+    },
+    onClose() {
+      open--;
+    },
+    onSecure(_socket, _session, callback) {
+      tlsSessions++;
       callback();
     },
     onMailFrom(address, session, callback) {
@@ -75,6 +90,8 @@ export async function startScriptedServer(script: ScriptOptions = {}): Promise<S
   return {
     port,
     connections: () => connections,
+    maxConcurrent: () => maxConcurrent,
+    tlsSessions: () => tlsSessions,
     rcpts,
     mails,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
