@@ -10,14 +10,19 @@ export interface MemoryDns extends Dns {
   set(domain: string, answer: MxAnswer | readonly string[]): void;
   /** Sets the IP addresses of a mail host (for SMTP probes in tests). */
   setAddresses(host: string, addresses: readonly string[]): void;
+  addresses(host: string, signal?: AbortSignal): Promise<readonly string[]>;
 }
 
 /**
  * A Dns for tests: answers from a table, no socket. A list of host names means MX records in
- * that priority order; an unlisted domain is NXDOMAIN.
+ * that priority order; an unlisted domain is NXDOMAIN. `hostAddresses` gives mail hosts their
+ * IP addresses, for SMTP probes against a test server.
  *
  * @example
- * const dns = createMemoryDns({ 'example.org': ['mx1.example.org'], 'down.test': { kind: 'failure', code: 'timeout' } });
+ * const dns = createMemoryDns(
+ *   { 'example.org': ['mx1.example.org'], 'down.test': { kind: 'failure', code: 'timeout' } },
+ *   { 'mx1.example.org': ['127.0.0.1'] },
+ * );
  * const engine = createEngine({ dns });
  */
 export function createMemoryDns(
