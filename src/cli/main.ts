@@ -10,6 +10,9 @@ Options:
   --method <quick|standard|smtp>  checks to run (default: standard)
   --offline                       no DNS: syntax, TLD and lists only
   --dns-server <ip[:port]>        name server to ask (repeatable; default: the system's)
+  --helo <name>                   smtp: the name to greet with (EHLO)
+  --mail-from <address>           smtp: the envelope sender of probes
+  --smtp-port <port>              smtp: port of the mail hosts (default: 25)
   --json                          one JSON object per line (detailed shape)
   -h, --help                      show this help`;
 
@@ -28,6 +31,9 @@ export async function main(
         method: { type: 'string', default: 'standard' },
         offline: { type: 'boolean', default: false },
         'dns-server': { type: 'string', multiple: true },
+        helo: { type: 'string' },
+        'mail-from': { type: 'string' },
+        'smtp-port': { type: 'string' },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -52,15 +58,34 @@ export async function main(
     );
     return 2;
   }
+  const port = values['smtp-port'] === undefined ? undefined : Number(values['smtp-port']);
+  if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) {
+    err(`--smtp-port must be a port number, got ${JSON.stringify(values['smtp-port'])}`);
+    return 2;
+  }
   const servers = values['dns-server'];
+  const smtpOptions = {
+    ...(values.helo === undefined ? {} : { heloName: values.helo }),
+    ...(values['mail-from'] === undefined ? {} : { mailFrom: values['mail-from'] }),
+    ...(port === undefined ? {} : { port }),
+  };
   const engine = createEngine({
     offline: values.offline,
     ...(servers === undefined ? {} : { dnsOptions: { servers } }),
+    smtpOptions,
   });
   const method = values.method as MethodName;
-  const verdicts = await Promise.all(
-    addresses.map((address) => engine.verify(address, { method })),
-  );
+  const verdicts: Verdict[] = [];
+  // verifyMany groups the addresses by domain: one MX lookup and one SMTP session each.
+  try {
+    for await (const { index, verdict } of engine.verifyMany(addresses, { method })) {
+      verdicts[index] = verdict;
+    }
+  } catch (error) {
+    // Configuration mistakes (a HELO name with spaces, say) surface on first use.
+    err((error as Error).message);
+    return 2;
+  }
   if (values.json) {
     for (const verdict of verdicts) out(JSON.stringify(toDetailed(verdict)));
   } else {
