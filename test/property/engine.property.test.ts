@@ -5,6 +5,8 @@ import { SCORE_BANDS, score } from '../../src/engine/score.js';
 import type { RiskFactor } from '../../src/checks/checker.js';
 import type { MxAnswer } from '../../src/ports/dns.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import type { ProbeClass } from '../../src/ports/smtp.js';
+import { createMemorySmtp } from '../../src/smtp/memory-smtp.js';
 import { fcParams } from '../helpers/fast-check.js';
 
 const FACTORS: RiskFactor[] = [
@@ -80,22 +82,58 @@ describe('scorer and verdict properties', () => {
     );
   });
 
-  it("every verdict's score lies in its state's band, and quick's findings are a subset of standard's", async () => {
+  it("every verdict's score lies in its state's band, and each method's findings include the cheaper one's", async () => {
+    const outcome = fc.constantFrom<ProbeClass>(
+      'accepted',
+      'rejected',
+      'disabled',
+      'mailbox_full',
+      'greylisted',
+      'cannot_verify',
+      'blocked',
+      'temporary',
+      'refused',
+      'invalid',
+      'no_connect',
+      'timeout',
+      'smtputf8_unsupported',
+    );
     await fc.assert(
-      fc.asyncProperty(local, domain, fc.boolean(), async (user, host, offline) => {
-        const dns = createMemoryDns(answers);
-        const engine = createEngine(offline ? { offline: true } : { dns });
-        const address = `${user}@${host}`;
-        const quick = await engine.verify(address, { method: 'quick' });
-        const standard = await engine.verify(address, { method: 'standard' });
-        for (const verdict of [quick, standard]) {
-          const [low, high] = SCORE_BANDS[verdict.state];
-          expect(verdict.score).toBeGreaterThanOrEqual(low);
-          expect(verdict.score).toBeLessThanOrEqual(high);
-        }
-        for (const finding of quick.checks) expect(standard.checks).toContainEqual(finding);
-        for (const factor of quick.riskFactors) expect(standard.riskFactors).toContain(factor);
-      }),
+      fc.asyncProperty(
+        local,
+        domain,
+        fc.boolean(),
+        outcome,
+        outcome,
+        async (user, host, offline, mailbox, probe) => {
+          const dns = createMemoryDns(answers);
+          // The catch-all probe gets `probe`, the address itself `mailbox`.
+          const smtp = createMemorySmtp({
+            mailboxes: { [`${user}@${host}`.toLowerCase()]: mailbox },
+          });
+          const smtpWithProbe = {
+            probe: async (...args: Parameters<typeof smtp.probe>) => {
+              const report = await smtp.probe(...args);
+              const catchAll =
+                report.catchAll === null ? null : { ...report.catchAll, class: probe };
+              return { ...report, catchAll };
+            },
+          };
+          const engine = createEngine(offline ? { offline: true } : { dns, smtp: smtpWithProbe });
+          const address = `${user}@${host}`;
+          const quick = await engine.verify(address, { method: 'quick' });
+          const standard = await engine.verify(address, { method: 'standard' });
+          const full = await engine.verify(address, { method: 'smtp' });
+          for (const finding of standard.checks) expect(full.checks).toContainEqual(finding);
+          for (const verdict of [quick, standard, full]) {
+            const [low, high] = SCORE_BANDS[verdict.state];
+            expect(verdict.score).toBeGreaterThanOrEqual(low);
+            expect(verdict.score).toBeLessThanOrEqual(high);
+          }
+          for (const finding of quick.checks) expect(standard.checks).toContainEqual(finding);
+          for (const factor of quick.riskFactors) expect(standard.riskFactors).toContain(factor);
+        },
+      ),
       fcParams({ numRuns: 300 }),
     );
   });
