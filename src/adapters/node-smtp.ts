@@ -89,8 +89,10 @@ function resolveOptions(options: NodeSmtpOptions): Resolved {
   let heloName = options.heloName;
   if (heloName === undefined) {
     heloName = hostname();
-    warn(`SMTP probes greet as '${heloName}' (the host name); set heloName to a name whose DNS
-points back at this machine, or many servers will refuse the probe.`);
+    warn(
+      `SMTP probes greet as '${heloName}' (the host name). Set smtpOptions.heloName to a name ` +
+        'whose DNS points back at this machine, or many servers will refuse the probes.',
+    );
   }
   let mailFrom = options.mailFrom;
   if (mailFrom === undefined) {
