@@ -45,6 +45,8 @@ cat >/etc/postfix/main.cf <<CONF
 compatibility_level = 3.6
 myhostname = mx.mailverdict.test
 mydestination =
+alias_maps =
+alias_database =
 inet_interfaces = loopback-only
 inet_protocols = ipv4
 mynetworks = 127.0.0.0/8
@@ -106,7 +108,6 @@ greylist.org         greylisting
 CONF
 
 postmap /etc/postfix/vmailbox /etc/postfix/recipient_access
-newaliases 2>/dev/null || true
 install -d -m 755 /var/mail/vhosts
 
 postgrey --inet="127.0.0.1:${GREY_PORT}" --delay=1 --daemonize \
