@@ -1,0 +1,98 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+/** The two kinds of API key (DESIGN 5.1): private for servers, public for browsers. */
+export type KeyKind = 'private' | 'public';
+
+const PREFIX: Readonly<Record<KeyKind, string>> = { private: 'mv_sk_', public: 'mv_pk_' };
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Characters of randomness after the prefix: 32 base62 digits carry 190 bits (>= 160). */
+export const KEY_RANDOM_CHARS = 32;
+
+/** A source of random bytes: the Random port. Default: the platform's CSPRNG. */
+export type RandomBytes = (length: number) => Uint8Array;
+
+export const cryptoRandomBytes: RandomBytes = (length) =>
+  globalThis.crypto.getRandomValues(new Uint8Array(length));
+
+/** A key as shown once at creation, and what is stored of it. */
+export interface IssuedKey {
+  /** The whole key: shown to its owner once, never stored. */
+  readonly secret: string;
+  readonly stored: StoredKeyFields;
+}
+
+/** What a store keeps of a key: its SHA-256 and enough to recognize it in a list. */
+export interface StoredKeyFields {
+  readonly kind: KeyKind;
+  /** Hex SHA-256 of the whole key; lookups go by this. */
+  readonly hash: string;
+  /** `mv_sk_AbCd`: the prefix and first four random characters, for display. */
+  readonly displayPrefix: string;
+  /** The key's last four characters, for display. */
+  readonly lastFour: string;
+}
+
+/**
+ * Makes a new key: the kind's prefix and 32 base62 characters drawn without modulo bias
+ * (bytes of 248 or more are redrawn, so each character is uniform).
+ */
+export function issueKey(kind: KeyKind, random: RandomBytes = cryptoRandomBytes): IssuedKey {
+  let body = '';
+  while (body.length < KEY_RANDOM_CHARS) {
+    for (const byte of random(KEY_RANDOM_CHARS)) {
+      if (byte < 248 && body.length < KEY_RANDOM_CHARS) body += BASE62[byte % 62];
+    }
+  }
+  const secret = `${PREFIX[kind]}${body}`;
+  return { secret, stored: storedFields(secret, kind) };
+}
+
+function storedFields(secret: string, kind: KeyKind): StoredKeyFields {
+  return {
+    kind,
+    hash: hashKey(secret),
+    displayPrefix: secret.slice(0, PREFIX[kind].length + 4),
+    lastFour: secret.slice(-4),
+  };
+}
+
+/** Hex SHA-256 of a presented key: the only form in which keys are stored or looked up. */
+export function hashKey(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/** Compares two hex hashes in constant time, for stores that compare rather than index. */
+export function sameHash(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'hex');
+  const right = Buffer.from(b, 'hex');
+  return left.length === right.length && left.length > 0 && timingSafeEqual(left, right);
+}
+
+const KEY_SHAPE = /^mv_(sk|pk)_[0-9A-Za-z]{32}$/;
+
+/** The kind of a well-formed key, or undefined: a malformed key needs no lookup at all. */
+export function keyKind(secret: string): KeyKind | undefined {
+  const match = KEY_SHAPE.exec(secret);
+  if (match === null) return undefined;
+  return match[1] === 'sk' ? 'private' : 'public';
+}
+
+/**
+ * The key a request presents: `Authorization: Bearer <key>` first, else the `api_key`
+ * parameter. Undefined when neither is there; a present but malformed key is returned as is
+ * (it is then unknown: 401 either way, without telling which).
+ */
+export function presentedKey(
+  authorization: string | null | undefined,
+  apiKeyParameter: string | null | undefined,
+): string | undefined {
+  if (authorization !== null && authorization !== undefined) {
+    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
+    if (match !== null) return match[1];
+  }
+  if (apiKeyParameter !== null && apiKeyParameter !== undefined && apiKeyParameter !== '') {
+    return apiKeyParameter;
+  }
+  return undefined;
+}
