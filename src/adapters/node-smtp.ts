@@ -175,44 +175,55 @@ async function probeChunk(
       last = { class: 'no_connect', reply: null, host };
       continue;
     }
-    let startTls = options.startTls;
-    let session: ProbeSession;
-    for (;;) {
-      session = new ProbeSession({
-        heloName: options.heloName,
-        mailFrom: options.mailFrom,
-        recipients: open.map((index) => recipients[index] as ProbeRecipient),
-        startTls,
-        recipientsPerTransaction: options.recipientsPerTransaction,
-      });
-      const release = await limits.acquire(target, signal);
-      try {
-        await runSession(session, target, host, options, countConnection, signal);
-      } finally {
-        release();
-      }
-      // Opportunistic TLS that fails is retried in plain text, as MTAs do (RFC 3207 4.1).
-      if (session.failure === 'tls_failed' && startTls) {
-        startTls = false;
-        continue;
-      }
-      break;
-    }
+    const session = await sessionOnHost(
+      open.map((index) => recipients[index] as ProbeRecipient),
+      target,
+      host,
+      options,
+      limits,
+      countConnection,
+      signal,
+    );
     session.answers.forEach((answer, position) => {
-      if (answer !== undefined) {
-        answers[open[position] as number] = {
-          class: answer.class,
-          reply: summary(answer.reply),
-          host,
-        };
-      }
+      if (answer !== undefined) answers[open[position] as number] = { ...answer, host };
     });
     const failure = session.failure;
     if (failure === undefined) continue;
-    last = { class: failureClass(failure), reply: summary(session.failureReply), host };
+    last = { class: failureClass(failure), reply: session.failureReply, host };
     if (!triesNextHost(failure)) break;
   }
   return answers.map((answer) => answer ?? last);
+}
+
+/**
+ * One session at one address, under the connection limits. A failed TLS upgrade is retried
+ * once in plain text, as opportunistic TLS does in MTAs (RFC 3207 4.1).
+ */
+async function sessionOnHost(
+  recipients: readonly ProbeRecipient[],
+  target: string,
+  host: string,
+  options: Resolved,
+  limits: ConnectionLimits,
+  countConnection: () => void,
+  signal: AbortSignal | undefined,
+  startTls = options.startTls,
+): Promise<ProbeSession> {
+  const session = new ProbeSession({
+    heloName: options.heloName,
+    mailFrom: options.mailFrom,
+    recipients,
+    startTls,
+    recipientsPerTransaction: options.recipientsPerTransaction,
+  });
+  const release = await limits.acquire(target, signal);
+  try {
+    await runSession(session, target, host, options, countConnection, signal);
+  } finally {
+    release();
+  }
+  if (session.failure !== 'tls_failed' || !startTls) return session;
+  return sessionOnHost(recipients, target, host, options, limits, countConnection, signal, false);
 }
 
 /** RFC 5321 5.1: an unreachable host, a 421 or a 4xx greeting sends us to the next MX. */
@@ -237,10 +248,6 @@ function failureClass(failure: SessionFailure): ProbeClass {
     default:
       return failure;
   }
-}
-
-function summary(reply: { code: number; enhanced: string | null; text: string } | null) {
-  return reply === null ? null : { code: reply.code, enhanced: reply.enhanced, text: reply.text };
 }
 
 /** The first address of `host` we may connect to; resolved once, connected to as checked. */

@@ -1,24 +1,17 @@
 import { parse } from 'tldts';
+import { boundedMemo } from '../address/memo.js';
 import { fail, pass, skipped, type Checker } from './checker.js';
 
 export type TldLookup = (tld: string) => boolean;
 
 // A TLD is known when the public suffix list's ICANN section has it. tldts answers in about
 // a microsecond; the memo makes a repeated TLD a Map read. Bounded: made-up TLDs are unbounded.
-const TLD_MEMO_SIZE = 4096;
 
 /** Answers from tldts's copy of the public suffix list, ICANN section only. */
 export function icannTldLookup(): TldLookup {
-  const memo = new Map<string, boolean>();
-  return (tld) => {
-    let known = memo.get(tld);
-    if (known === undefined) {
-      known = parse(tld, { allowPrivateDomains: false, extractHostname: false }).isIcann === true;
-      if (memo.size >= TLD_MEMO_SIZE) memo.clear();
-      memo.set(tld, known);
-    }
-    return known;
-  };
+  return boundedMemo(
+    (tld) => parse(tld, { allowPrivateDomains: false, extractHostname: false }).isIcann === true,
+  );
 }
 
 /**

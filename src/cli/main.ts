@@ -3,6 +3,7 @@ import { createEngine } from '../engine/engine.js';
 import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import type { Verdict } from '../engine/verdict.js';
 import { toDetailed } from '../format/shapes.js';
+import { optional } from '../optional.js';
 
 const USAGE = `Usage: mailverdict verify [options] <address...>
 
@@ -65,9 +66,9 @@ export async function main(
   }
   const servers = values['dns-server'];
   const smtpOptions = {
-    ...(values.helo === undefined ? {} : { heloName: values.helo }),
-    ...(values['mail-from'] === undefined ? {} : { mailFrom: values['mail-from'] }),
-    ...(port === undefined ? {} : { port }),
+    ...optional('heloName', values.helo),
+    ...optional('mailFrom', values['mail-from']),
+    ...optional('port', port),
   };
   const engine = createEngine({
     offline: values.offline,

@@ -1,6 +1,6 @@
-import { LRUCache } from 'lru-cache';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { Dns, MxAnswer } from '../ports/dns.js';
+import { createClockedLru } from '../cache/clocked-lru.js';
 import { raceAbort } from './abortable.js';
 
 export interface CachedDnsOptions {
@@ -25,41 +25,28 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
   const ttl = options.ttlMs ?? 300_000;
   const negativeTtl = options.negativeTtlMs ?? 60_000;
   const failureTtl = options.failureTtlMs ?? 10_000;
-  const cache = new LRUCache<string, MxAnswer>({
-    max: options.maxEntries ?? 10_000,
-    ttl,
-    ttlAutopurge: false,
-    // Read the injected clock on every get: lru-cache otherwise memoizes "now" for 1 ms.
-    ttlResolution: 0,
-    perf: { now: () => clock.now() },
-  });
-  const inFlight = new Map<string, Promise<MxAnswer>>();
+  const max = options.maxEntries ?? 10_000;
 
-  const ttlFor = (answer: MxAnswer): number => {
-    switch (answer.kind) {
-      case 'records':
-      case 'implicit':
-        return ttl;
-      case 'failure':
-        return failureTtl;
-      case 'offline':
-        return 0;
-      default:
-        return negativeTtl;
-    }
-  };
-
-  return {
-    mx(domain, signal) {
+  /**
+   * One lookup function with its own cache: a kept answer is returned as is, and concurrent
+   * callers of one key share one query (single-flight). The shared query runs without any
+   * one caller's signal: one caller giving up must not fail the others; the inner Dns has
+   * its own deadline.
+   */
+  function cached<V extends NonNullable<unknown>>(
+    lookup: (key: string) => Promise<V>,
+    ttlFor: (answer: V) => number,
+  ): (key: string, signal?: AbortSignal) => Promise<V> {
+    const cache = createClockedLru<V>(clock, { max, ttl });
+    const inFlight = new Map<string, Promise<V>>();
+    return (name, signal) => {
       if (signal?.aborted) return Promise.reject(signal.reason as Error);
-      const key = domain.toLowerCase();
-      const cached = cache.get(key);
-      if (cached !== undefined) return Promise.resolve(cached);
+      const key = name.toLowerCase();
+      const kept = cache.get(key);
+      if (kept !== undefined) return Promise.resolve(kept);
       let pending = inFlight.get(key);
       if (pending === undefined) {
-        // The shared query runs without any one caller's signal: one caller giving up must
-        // not fail the others. The inner Dns has its own deadline.
-        pending = inner.mx(key).then(
+        pending = lookup(key).then(
           (answer) => {
             inFlight.delete(key);
             const answerTtl = ttlFor(answer);
@@ -74,10 +61,34 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
         inFlight.set(key, pending);
       }
       return raceAbort(pending, signal);
-    },
-    // Mail host addresses are asked once per SMTP session, not per address: no cache needed.
-    ...(inner.addresses === undefined
+    };
+  }
+
+  const mxTtl = (answer: MxAnswer): number => {
+    switch (answer.kind) {
+      case 'records':
+      case 'implicit':
+        return ttl;
+      case 'failure':
+        return failureTtl;
+      case 'offline':
+        return 0;
+      default:
+        return negativeTtl;
+    }
+  };
+
+  const innerAddresses = inner.addresses?.bind(inner);
+  return {
+    mx: cached((domain) => inner.mx(domain), mxTtl),
+    // Every SMTP session resolves its MX host: a batch over one domain opens many sessions.
+    // No addresses may mean a failed lookup, so an empty answer is kept like a failure.
+    ...(innerAddresses === undefined
       ? {}
-      : { addresses: (host, signal) => inner.addresses!(host, signal) }),
+      : {
+          addresses: cached(innerAddresses, (addresses) =>
+            addresses.length > 0 ? ttl : failureTtl,
+          ),
+        }),
   };
 }

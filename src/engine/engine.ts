@@ -22,6 +22,7 @@ import { offlineDns } from '../dns/offline-dns.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { Dns } from '../ports/dns.js';
 import type { SmtpProber } from '../ports/smtp.js';
+import { optional } from '../optional.js';
 import { batchProbes } from './probe-batcher.js';
 import { verifyEach, type VerifyManyOptions, type VerifyManyResult } from './verify-many.js';
 import {
@@ -187,11 +188,6 @@ function defaultProber(options: EngineOptions, dns: Dns): SmtpProber {
       return prober.probe(request, signal);
     },
   };
-}
-
-/** `{ [key]: value }`, or `{}` when value is undefined (exactOptionalPropertyTypes). */
-function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
-  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 function requireString(address: unknown, caller: string): asserts address is string {

@@ -1,5 +1,6 @@
-import { LRUCache } from 'lru-cache';
+import { createClockedLru } from '../cache/clocked-lru.js';
 import { raceAbort } from '../dns/abortable.js';
+import { optional } from '../optional.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type {
   ProbeAnswer,
@@ -42,11 +43,9 @@ interface Batch {
  */
 export function batchProbes(inner: SmtpProber, options: ProbeBatcherOptions = {}): SmtpProber {
   const clock = options.clock ?? systemClock;
-  const catchAlls = new LRUCache<string, ProbeAnswer>({
+  const catchAlls = createClockedLru<ProbeAnswer>(clock, {
     max: options.maxDomains ?? 10_000,
     ttl: options.catchAllTtlMs ?? CATCH_ALL_TTL_MS,
-    ttlResolution: 0,
-    perf: { now: () => clock.now() },
   });
   const open = new Map<string, Batch>();
 
@@ -85,7 +84,7 @@ export function batchProbes(inner: SmtpProber, options: ProbeBatcherOptions = {}
   }
 
   return {
-    ...(inner.offline === undefined ? {} : { offline: inner.offline }),
+    ...optional('offline', inner.offline),
     probe(request, signal) {
       if (signal?.aborted) return Promise.reject(signal.reason as Error);
       let batch = open.get(request.domain);

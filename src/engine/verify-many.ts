@@ -1,3 +1,4 @@
+import { optional } from '../optional.js';
 import type { MethodName } from './methods.js';
 import type { Verdict } from './verdict.js';
 
@@ -43,9 +44,9 @@ export async function* verifyEach(
   const order = groupedByDomain(inputs);
   const { signal } = options;
   const verifyOptions = {
-    ...(options.method === undefined ? {} : { method: options.method }),
-    ...(signal === undefined ? {} : { signal }),
-    ...(options.retryGreylisted === undefined ? {} : { retryGreylisted: options.retryGreylisted }),
+    ...optional('method', options.method),
+    ...optional('signal', signal),
+    ...optional('retryGreylisted', options.retryGreylisted),
   };
 
   const done: Array<VerifyManyResult | { error: unknown }> = [];

@@ -38,10 +38,6 @@ export class ConnectionLimits {
     });
   }
 
-  get openConnections(): number {
-    return this.#openTotal;
-  }
-
   #take(host: string): () => void {
     this.#open.set(host, (this.#open.get(host) ?? 0) + 1);
     this.#openTotal++;

@@ -84,4 +84,24 @@ describe('cached Dns', () => {
     inner.release();
     expect(await other).toEqual(RECORDS);
   });
+
+  it('shares and keeps mail host addresses too, an empty answer only briefly', async () => {
+    const clock = fakeClock();
+    const asked: string[] = [];
+    const inner: Dns = {
+      mx: () => Promise.resolve({ kind: 'nxdomain' }),
+      addresses(host) {
+        asked.push(host);
+        return Promise.resolve(host === 'mx.a.io' ? ['192.0.2.25'] : []);
+      },
+    };
+    const dns = createCachedDns(inner, { clock, ttlMs: 60_000, failureTtlMs: 1_000 });
+    const lookups = await Promise.all([dns.addresses!('mx.a.io'), dns.addresses!('MX.a.io')]);
+    expect(lookups).toEqual([['192.0.2.25'], ['192.0.2.25']]);
+    await dns.addresses!('gone.a.io');
+    clock.advance(1_001);
+    await dns.addresses!('mx.a.io');
+    await dns.addresses!('gone.a.io');
+    expect(asked).toEqual(['mx.a.io', 'gone.a.io', 'gone.a.io']);
+  });
 });
