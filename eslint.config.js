@@ -41,6 +41,10 @@ export default tseslint.config(
             'fs',
             'http',
             'https',
+            {
+              name: 'better-sqlite3',
+              message: 'Native module: only src/adapters may load it (mailverdict/sqlite).',
+            },
           ],
         },
       ],

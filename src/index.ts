@@ -62,3 +62,38 @@ export type { NodeDnsOptions } from './adapters/node-dns.js';
 export { createCachedDns } from './dns/cached-dns.js';
 export type { CachedDnsOptions } from './dns/cached-dns.js';
 export { offlineDns } from './dns/offline-dns.js';
+export { createService, FILTERS_PER_PAGE, MAX_FILTERS_PER_PAGE } from './service/service.js';
+export type {
+  AccountInfo,
+  AccountObject,
+  AccountRef,
+  AuthRequest,
+  Caller,
+  Endpoint,
+  FilterInfo,
+  FilterList,
+  KeyInfo,
+  LedgerReceipt,
+  NewAccount,
+  NewFilter,
+  NewKey,
+  Service,
+  ServiceAdmin,
+  ServiceOptions,
+  ServiceVerifyOptions,
+  ServiceVerifyResult,
+} from './service/service.js';
+export { ServiceError, SERVICE_ERROR_STATUS } from './service/service-error.js';
+export type { ServiceErrorCode } from './service/service-error.js';
+export { PLANS, PLAN_NAMES, PUBLIC_KEY_DAILY_LIMIT } from './service/plans.js';
+export type { Plan, PlanName } from './service/plans.js';
+export type { RateLimitStatus } from './service/rate-limits.js';
+export { billingPeriod } from './service/billing-period.js';
+export type { BillingPeriod } from './service/billing-period.js';
+export { hashKey } from './service/api-keys.js';
+export type { KeyKind } from './service/api-keys.js';
+export type { LedgerOutcome, LedgerRequest } from './service/ledger.js';
+export { createMemoryStore } from './store/memory-store.js';
+export { StoreError } from './store/store-error.js';
+export type { StoreErrorCode } from './store/store-error.js';
+export type * from './ports/store.js';

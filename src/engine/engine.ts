@@ -2,7 +2,6 @@ import {
   describeType,
   parseAddress,
   type ParseAddressOptions,
-  type ParsedAddress,
   type ParseResult,
 } from '../address/parse.js';
 import { createNodeDns, type NodeDnsOptions } from '../adapters/node-dns.js';
@@ -35,7 +34,8 @@ import {
 } from './methods.js';
 import { providerOf } from './provider.js';
 import { DELIVERABLE_CEILING, RISKY_BASE, score, type Evidence, type State } from './score.js';
-import { testAddressVerdict, type TestAddressVerdict } from './test-addresses.js';
+import { fixedVerdict } from './fixed-verdict.js';
+import { testAddressVerdict } from './test-addresses.js';
 import { decide, UNKNOWN_REASONS, type Reason, type Verdict } from './verdict.js';
 
 export interface EngineOptions {
@@ -99,6 +99,8 @@ export interface Engine {
   cost(method: MethodName): number;
   /** The method table, as data. */
   readonly methods: Readonly<Record<MethodName, Method>>;
+  /** The Dns port verifications use (the service resolves IP filters through its cache). */
+  readonly dns: Dns;
 }
 
 /**
@@ -140,6 +142,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   const engine: Engine = {
     methods,
+    dns,
     cost: (name) => methodOf(name).cost,
     verifySync(address, verifyOptions = {}) {
       requireString(address, 'verifySync');
@@ -211,7 +214,7 @@ function run(
   if (!parsed.ok)
     return buildVerdict(input, parsed, undefined, method, [syntax], SYNCHRONOUS, clock);
   const fixed = testAddressVerdict(parsed);
-  if (fixed !== undefined) return testVerdict(input, parsed, method, fixed);
+  if (fixed !== undefined) return fixedVerdict(input, parsed, method.name, fixed, 'test_address');
   const facts: AddressFacts = retryGreylisted
     ? { input, parsed, retryGreylisted }
     : { input, parsed };
@@ -358,39 +361,5 @@ function buildVerdict(
     error: parsed.ok ? null : { code: parsed.code, message: parsed.message },
     checks: findings,
     duration: started === SYNCHRONOUS ? 0 : (clock.now() - started) / 1000,
-  };
-}
-
-function testVerdict(
-  input: string,
-  parsed: ParsedAddress,
-  method: Method,
-  fixed: TestAddressVerdict,
-): Verdict {
-  return {
-    email: parsed.address,
-    input,
-    state: fixed.state,
-    reason: fixed.reason,
-    score: fixed.score,
-    riskFactors: fixed.riskFactors,
-    method: method.name,
-    user: parsed.local,
-    domain: parsed.domain,
-    asciiDomain: parsed.asciiDomain,
-    mxRecord: null,
-    mxRecords: [],
-    smtpProvider: null,
-    disposable: false,
-    role: false,
-    free: false,
-    noReply: false,
-    catchAll: fixed.riskFactors.includes('catch_all'),
-    mailboxFull: false,
-    smtpUtf8: false,
-    testAddress: true,
-    error: null,
-    checks: [],
-    duration: 0,
   };
 }

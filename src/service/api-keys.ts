@@ -33,19 +33,21 @@ export interface StoredKeyFields {
   readonly lastFour: string;
 }
 
-/**
- * Makes a new key: the kind's prefix and 32 base62 characters drawn without modulo bias
- * (bytes of 248 or more are redrawn, so each character is uniform).
- */
+/** Makes a new key: the kind's prefix and 32 uniform base62 characters. */
 export function issueKey(kind: KeyKind, random: RandomBytes = cryptoRandomBytes): IssuedKey {
-  let body = '';
-  while (body.length < KEY_RANDOM_CHARS) {
-    for (const byte of random(KEY_RANDOM_CHARS)) {
-      if (byte < 248 && body.length < KEY_RANDOM_CHARS) body += BASE62[byte % 62];
+  const secret = `${PREFIX[kind]}${randomBase62(KEY_RANDOM_CHARS, random)}`;
+  return { secret, stored: storedFields(secret, kind) };
+}
+
+/** `length` uniform base62 characters: bytes of 248 or more are redrawn (no modulo bias). */
+export function randomBase62(length: number, random: RandomBytes = cryptoRandomBytes): string {
+  let text = '';
+  while (text.length < length) {
+    for (const byte of random(length)) {
+      if (byte < 248 && text.length < length) text += BASE62[byte % 62];
     }
   }
-  const secret = `${PREFIX[kind]}${body}`;
-  return { secret, stored: storedFields(secret, kind) };
+  return text;
 }
 
 function storedFields(secret: string, kind: KeyKind): StoredKeyFields {

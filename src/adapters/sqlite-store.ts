@@ -1,0 +1,515 @@
+import Database from 'better-sqlite3';
+import { RateLimiterSQLite } from 'rate-limiter-flexible';
+import type {
+  AccountRecord,
+  CreditBalance,
+  FilterRecord,
+  KeyRecord,
+  LedgerEntry,
+  RateCounter,
+  ReservationState,
+  Store,
+} from '../ports/store.js';
+import { EMPTY_BALANCE, ledgerRequestProblem, planLedger } from '../service/ledger.js';
+import { rateCounterOver, UNLIMITED_POINTS } from '../store/rate-counter.js';
+import { StoreError, type StoreErrorCode } from '../store/store-error.js';
+
+export interface SqliteStoreOptions {
+  /**
+   * How long a write waits for another connection's lock (another process on the same file)
+   * before failing with a `busy` StoreError. Default 5000 ms.
+   */
+  readonly busyTimeoutMs?: number;
+}
+
+export const SQLITE_BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Versioned migrations, applied in order inside one transaction each; `PRAGMA user_version`
+ * records the last one applied. Append, never edit: a file in the field has run the old ones.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE accounts (
+    id TEXT PRIMARY KEY,
+    email TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    billing_anchor_day INTEGER NOT NULL CHECK (billing_anchor_day BETWEEN 1 AND 31),
+    webhook_secret TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    available INTEGER NOT NULL DEFAULT 0 CHECK (available >= 0),
+    reserved INTEGER NOT NULL DEFAULT 0 CHECK (reserved >= 0),
+    used INTEGER NOT NULL DEFAULT 0 CHECK (used >= 0),
+    total INTEGER NOT NULL DEFAULT 0 CHECK (total >= 0)
+  );
+  CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    kind TEXT NOT NULL CHECK (kind IN ('private', 'public')),
+    hash TEXT NOT NULL UNIQUE,
+    display_prefix TEXT NOT NULL,
+    last_four TEXT NOT NULL,
+    name TEXT,
+    allowed_ips TEXT NOT NULL,
+    trusted_domains TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER,
+    expires_at INTEGER
+  );
+  CREATE INDEX api_keys_by_account ON api_keys (account_id, created_at);
+  CREATE TABLE ledger_entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    ref TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('grant', 'reserve', 'settle', 'release', 'refund')),
+    amount INTEGER NOT NULL CHECK (amount > 0),
+    delta INTEGER NOT NULL,
+    reservation TEXT,
+    note TEXT,
+    created_at INTEGER NOT NULL,
+    UNIQUE (account_id, ref)
+  );
+  -- The ledger is append-only: the database itself refuses to rewrite history.
+  CREATE TRIGGER ledger_entries_no_update BEFORE UPDATE ON ledger_entries
+    BEGIN SELECT RAISE(ABORT, 'ledger entries are append-only'); END;
+  CREATE TRIGGER ledger_entries_no_delete BEFORE DELETE ON ledger_entries
+    BEGIN SELECT RAISE(ABORT, 'ledger entries are append-only'); END;
+  CREATE TABLE reservations (
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    ref TEXT NOT NULL,
+    held INTEGER NOT NULL CHECK (held >= 0),
+    charged INTEGER NOT NULL CHECK (charged >= 0),
+    PRIMARY KEY (account_id, ref)
+  ) WITHOUT ROWID;
+  CREATE TABLE filters (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    type TEXT NOT NULL CHECK (type IN ('email', 'domain', 'ip_address')),
+    value TEXT NOT NULL,
+    action TEXT NOT NULL CHECK (action IN ('block', 'allow')),
+    reason TEXT,
+    created_at INTEGER NOT NULL,
+    UNIQUE (account_id, type, value)
+  );
+  -- rate-limiter-flexible's RateLimiterSQLite table, created here so it is versioned too.
+  CREATE TABLE rate_limits (key TEXT PRIMARY KEY, points INTEGER NOT NULL DEFAULT 0, expire INTEGER);
+  `,
+];
+
+/**
+ * The SQLite Store on better-sqlite3: one file, WAL (readers never wait for the writer), a
+ * busy timeout for other processes on the same file, migrations from `MIGRATIONS`. Every
+ * ledger request is one IMMEDIATE transaction, so two processes cannot both spend the last
+ * credit. A locked, full, read-only or damaged file fails with a StoreError and writes nothing.
+ *
+ * @example
+ * import { createSqliteStore } from 'mailverdict/sqlite';
+ * const store = createSqliteStore('./mailverdict.db');
+ */
+export function createSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
+  const db = guard(() => openDatabase(path, options));
+  const statements = guard(() => prepareStatements(db));
+  const counters = new Map<string, RateCounter>();
+
+  const applyLedger = db.transaction(
+    (accountId: string, request: Parameters<Store['applyLedger']>[1], at: number) => {
+      const balanceRow = statements.balance.get(accountId) as CreditBalance | undefined;
+      if (balanceRow === undefined) throw new StoreError('not_found', `No account ${accountId}.`);
+      const reservationRef = 'reservation' in request ? request.reservation : undefined;
+      const plan = planLedger(
+        accountId,
+        request,
+        {
+          balance: balanceRow,
+          existing: entryFrom(statements.entryByRef.get(accountId, request.ref)),
+          reservation:
+            reservationRef === undefined
+              ? undefined
+              : (statements.reservation.get(accountId, reservationRef) as
+                  ReservationState | undefined),
+        },
+        at,
+      );
+      if ('replay' in plan) {
+        return { ok: true as const, entry: plan.replay, balance: balanceRow, replayed: true };
+      }
+      if (!('write' in plan)) return plan;
+      const { entry, balance, reservation } = plan.write;
+      const inserted = statements.insertEntry.run(
+        accountId,
+        entry.ref,
+        entry.kind,
+        entry.amount,
+        entry.delta,
+        entry.reservation,
+        entry.note,
+        entry.createdAt,
+      );
+      if (reservation !== undefined) {
+        statements.upsertReservation.run(
+          accountId,
+          reservation.ref,
+          reservation.held,
+          reservation.charged,
+        );
+      }
+      statements.setBalance.run(
+        balance.available,
+        balance.reserved,
+        balance.used,
+        balance.total,
+        accountId,
+      );
+      return {
+        ok: true as const,
+        entry: { ...entry, seq: Number(inserted.lastInsertRowid) },
+        balance,
+        replayed: false,
+      };
+    },
+  ).immediate;
+
+  return {
+    async insertAccount(account) {
+      guard(() =>
+        statements.insertAccount.run(
+          account.id,
+          account.email,
+          account.plan,
+          account.billingAnchorDay,
+          account.webhookSecret,
+          account.createdAt,
+        ),
+      );
+    },
+    async getAccount(id) {
+      return accountFrom(guard(() => statements.account.get(id)));
+    },
+    async updateAccount(id, changes) {
+      return guard(() => {
+        const current = accountFrom(statements.account.get(id));
+        if (current === undefined) return undefined;
+        const updated = { ...current, ...changes };
+        statements.updateAccount.run(updated.email, updated.plan, id);
+        return updated;
+      });
+    },
+
+    async insertKey(key) {
+      guard(() =>
+        statements.insertKey.run(
+          key.id,
+          key.accountId,
+          key.kind,
+          key.hash,
+          key.displayPrefix,
+          key.lastFour,
+          key.name,
+          JSON.stringify(key.allowedIps),
+          JSON.stringify(key.trustedDomains),
+          key.createdAt,
+          key.revokedAt,
+          key.expiresAt,
+        ),
+      );
+    },
+    async getKey(id) {
+      return keyFrom(guard(() => statements.key.get(id)));
+    },
+    async findKeyByHash(hash) {
+      return keyFrom(guard(() => statements.keyByHash.get(hash)));
+    },
+    async listKeys(accountId) {
+      return guard(() => statements.keysOf.all(accountId)).map((row) => keyFrom(row) as KeyRecord);
+    },
+    async updateKey(id, changes) {
+      return guard(() => {
+        const current = keyFrom(statements.key.get(id));
+        if (current === undefined) return undefined;
+        const updated = { ...current, ...changes };
+        statements.updateKey.run(
+          updated.name,
+          JSON.stringify(updated.allowedIps),
+          JSON.stringify(updated.trustedDomains),
+          updated.revokedAt,
+          updated.expiresAt,
+          id,
+        );
+        return updated;
+      });
+    },
+
+    async applyLedger(accountId, request, at) {
+      const problem = ledgerRequestProblem(request);
+      if (problem !== undefined) throw new StoreError('invalid', problem);
+      return guard(() => applyLedger(accountId, request, at));
+    },
+    async balance(accountId) {
+      const row = guard(() => statements.balance.get(accountId)) as CreditBalance | undefined;
+      return row ?? EMPTY_BALANCE;
+    },
+    async ledgerEntries(accountId, page = {}) {
+      const rows = guard(() =>
+        statements.entries.all(accountId, page.afterSeq ?? 0, page.limit ?? -1),
+      );
+      return rows.map((row) => entryFrom(row) as LedgerEntry);
+    },
+
+    async insertFilter(filter) {
+      return guard(() => {
+        const result = statements.insertFilter.run(
+          filter.id,
+          filter.accountId,
+          filter.type,
+          filter.value,
+          filter.action,
+          filter.reason,
+          filter.createdAt,
+        );
+        return result.changes === 1 ? 'inserted' : 'duplicate';
+      });
+    },
+    async listFilters(accountId, query) {
+      return guard(() => {
+        const type = query.type ?? null;
+        const { total } = statements.countFilters.get(accountId, type, type) as { total: number };
+        const rows = statements.pageFilters.all(accountId, type, type, query.limit, query.offset);
+        return { filters: rows.map((row) => filterFrom(row)), total };
+      });
+    },
+    async deleteFilter(accountId, id) {
+      return guard(() => statements.deleteFilter.run(id, accountId).changes === 1);
+    },
+    async findFilters(accountId, type, values) {
+      if (values.length === 0) return [];
+      return guard(() =>
+        statements.findFilters.all(accountId, type, JSON.stringify(values)).map(filterFrom),
+      );
+    },
+
+    rateCounter(name, windowMs) {
+      const id = `${name}:${windowMs}`;
+      let counter = counters.get(id);
+      if (counter === undefined) {
+        const inner = rateCounterOver(
+          new RateLimiterSQLite({
+            storeClient: db,
+            storeType: 'better-sqlite3',
+            tableName: 'rate_limits',
+            tableCreated: true,
+            keyPrefix: name,
+            points: UNLIMITED_POINTS,
+            duration: windowMs / 1000,
+          }),
+        );
+        counter = {
+          hit: (key) => guardAsync(() => inner.hit(key)),
+          peek: (key) => guardAsync(() => inner.peek(key)),
+        };
+        counters.set(id, counter);
+      }
+      return counter;
+    },
+
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}
+
+function openDatabase(path: string, options: SqliteStoreOptions): Database.Database {
+  const db = new Database(path, { timeout: options.busyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS });
+  try {
+    // A damaged or foreign file fails here, at open, rather than at the first payment.
+    db.pragma('journal_mode = WAL');
+    // NORMAL in WAL mode survives a killed process (the WAL is fsynced at checkpoints).
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    migrate(db);
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+function migrate(db: Database.Database): void {
+  const apply = db.transaction(() => {
+    // Read inside the write transaction: two processes opening a new file migrate once.
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > MIGRATIONS.length) {
+      throw new StoreError(
+        'invalid',
+        `The database is at schema version ${version}, newer than this mailverdict (${MIGRATIONS.length}).`,
+      );
+    }
+    for (let next = version; next < MIGRATIONS.length; next++) {
+      db.exec(MIGRATIONS[next] as string);
+      db.pragma(`user_version = ${next + 1}`);
+    }
+  });
+  apply.immediate();
+}
+
+function prepareStatements(db: Database.Database) {
+  return {
+    insertAccount: db.prepare(
+      `INSERT INTO accounts (id, email, plan, billing_anchor_day, webhook_secret, created_at)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    account: db.prepare('SELECT * FROM accounts WHERE id = ?'),
+    updateAccount: db.prepare('UPDATE accounts SET email = ?, plan = ? WHERE id = ?'),
+    balance: db.prepare('SELECT available, reserved, used, total FROM accounts WHERE id = ?'),
+    setBalance: db.prepare(
+      'UPDATE accounts SET available = ?, reserved = ?, used = ?, total = ? WHERE id = ?',
+    ),
+    insertKey: db.prepare(
+      `INSERT INTO api_keys (id, account_id, kind, hash, display_prefix, last_four, name,
+         allowed_ips, trusted_domains, created_at, revoked_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    key: db.prepare('SELECT * FROM api_keys WHERE id = ?'),
+    keyByHash: db.prepare('SELECT * FROM api_keys WHERE hash = ?'),
+    keysOf: db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, rowid'),
+    updateKey: db.prepare(
+      `UPDATE api_keys SET name = ?, allowed_ips = ?, trusted_domains = ?, revoked_at = ?,
+         expires_at = ? WHERE id = ?`,
+    ),
+    entryByRef: db.prepare('SELECT * FROM ledger_entries WHERE account_id = ? AND ref = ?'),
+    entries: db.prepare(
+      'SELECT * FROM ledger_entries WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+    ),
+    insertEntry: db.prepare(
+      `INSERT INTO ledger_entries (account_id, ref, kind, amount, delta, reservation, note, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    reservation: db.prepare(
+      'SELECT ref, held, charged FROM reservations WHERE account_id = ? AND ref = ?',
+    ),
+    upsertReservation: db.prepare(
+      `INSERT INTO reservations (account_id, ref, held, charged) VALUES (?, ?, ?, ?)
+       ON CONFLICT (account_id, ref) DO UPDATE SET held = excluded.held, charged = excluded.charged`,
+    ),
+    insertFilter: db.prepare(
+      `INSERT INTO filters (id, account_id, type, value, action, reason, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (account_id, type, value) DO NOTHING`,
+    ),
+    countFilters: db.prepare(
+      'SELECT count(*) AS total FROM filters WHERE account_id = ? AND (? IS NULL OR type = ?)',
+    ),
+    pageFilters: db.prepare(
+      `SELECT * FROM filters WHERE account_id = ? AND (? IS NULL OR type = ?)
+       ORDER BY seq LIMIT ? OFFSET ?`,
+    ),
+    deleteFilter: db.prepare('DELETE FROM filters WHERE id = ? AND account_id = ?'),
+    findFilters: db.prepare(
+      `SELECT * FROM filters WHERE account_id = ? AND type = ?
+         AND value IN (SELECT value FROM json_each(?)) ORDER BY seq`,
+    ),
+  };
+}
+
+type Row = Record<string, unknown>;
+
+function accountFrom(row: unknown): AccountRecord | undefined {
+  if (row === undefined) return undefined;
+  const r = row as Row;
+  return {
+    id: r.id as string,
+    email: r.email as string,
+    plan: r.plan as AccountRecord['plan'],
+    billingAnchorDay: r.billing_anchor_day as number,
+    webhookSecret: r.webhook_secret as string,
+    createdAt: r.created_at as number,
+  };
+}
+
+function keyFrom(row: unknown): KeyRecord | undefined {
+  if (row === undefined) return undefined;
+  const r = row as Row;
+  return {
+    id: r.id as string,
+    accountId: r.account_id as string,
+    kind: r.kind as KeyRecord['kind'],
+    hash: r.hash as string,
+    displayPrefix: r.display_prefix as string,
+    lastFour: r.last_four as string,
+    name: r.name as string | null,
+    allowedIps: JSON.parse(r.allowed_ips as string) as string[],
+    trustedDomains: JSON.parse(r.trusted_domains as string) as string[],
+    createdAt: r.created_at as number,
+    revokedAt: r.revoked_at as number | null,
+    expiresAt: r.expires_at as number | null,
+  };
+}
+
+function entryFrom(row: unknown): LedgerEntry | undefined {
+  if (row === undefined) return undefined;
+  const r = row as Row;
+  return {
+    seq: r.seq as number,
+    accountId: r.account_id as string,
+    ref: r.ref as string,
+    kind: r.kind as LedgerEntry['kind'],
+    amount: r.amount as number,
+    delta: r.delta as number,
+    reservation: r.reservation as string | null,
+    note: r.note as string | null,
+    createdAt: r.created_at as number,
+  };
+}
+
+function filterFrom(row: unknown): FilterRecord {
+  const r = row as Row;
+  return {
+    id: r.id as string,
+    accountId: r.account_id as string,
+    type: r.type as FilterRecord['type'],
+    value: r.value as string,
+    action: r.action as FilterRecord['action'],
+    reason: r.reason as string | null,
+    createdAt: r.created_at as number,
+  };
+}
+
+/** Runs a database call, turning SQLite's failures into StoreErrors that say what happened. */
+function guard<T>(work: () => T): T {
+  try {
+    return work();
+  } catch (error) {
+    throw storeErrorOf(error);
+  }
+}
+
+async function guardAsync<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw storeErrorOf(error);
+  }
+}
+
+const SQLITE_CODES: readonly (readonly [string, StoreErrorCode, string])[] = [
+  ['SQLITE_BUSY', 'busy', 'The database is locked by another connection; try again.'],
+  ['SQLITE_LOCKED', 'busy', 'The database is locked by another connection; try again.'],
+  ['SQLITE_FULL', 'full', 'The database or its disk is full; nothing was written.'],
+  ['SQLITE_CORRUPT', 'corrupt', 'The database file is damaged; nothing was written.'],
+  ['SQLITE_NOTADB', 'corrupt', 'The file is not a mailverdict SQLite database.'],
+  ['SQLITE_READONLY', 'readonly', 'The database file is read-only; nothing was written.'],
+  ['SQLITE_CANTOPEN', 'io', 'The database file could not be opened.'],
+  ['SQLITE_IOERR', 'io', 'The database file could not be read or written.'],
+  ['SQLITE_CONSTRAINT', 'constraint', 'The change would break a rule of the database.'],
+];
+
+function storeErrorOf(error: unknown): unknown {
+  if (error instanceof StoreError) return error;
+  if (error instanceof TypeError && /database connection is not open/i.test(error.message)) {
+    return new StoreError('closed', 'The store is closed.', { cause: error });
+  }
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return error;
+  const known = SQLITE_CODES.find(([prefix]) => code.startsWith(prefix));
+  if (known === undefined) return error;
+  return new StoreError(known[1], known[2], { cause: error });
+}

@@ -1,0 +1,159 @@
+import type { KeyKind } from '../service/api-keys.js';
+import type { LedgerOutcome, LedgerRequest } from '../service/ledger.js';
+import type { PlanName } from '../service/plans.js';
+
+/** An account as stored: who it is, its plan and when its billing periods start. */
+export interface AccountRecord {
+  readonly id: string;
+  readonly email: string;
+  readonly plan: PlanName;
+  /** Day of the month (1-31, UTC) on which billing periods start. */
+  readonly billingAnchorDay: number;
+  /** `whsec_` secret that signs this account's webhooks. */
+  readonly webhookSecret: string;
+  readonly createdAt: number;
+}
+
+/** An API key as stored: never the key itself, only its SHA-256 and what identifies it. */
+export interface KeyRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly kind: KeyKind;
+  /** Hex SHA-256 of the whole key. */
+  readonly hash: string;
+  readonly displayPrefix: string;
+  readonly lastFour: string;
+  readonly name: string | null;
+  /** Private keys: CIDR ranges (canonical) the key may be used from; empty means anywhere. */
+  readonly allowedIps: readonly string[];
+  /** Public keys: host patterns (`example.com`, `*.example.com`) of pages that may use it. */
+  readonly trustedDomains: readonly string[];
+  readonly createdAt: number;
+  readonly revokedAt: number | null;
+  /** After a rotation the old key keeps working until then. */
+  readonly expiresAt: number | null;
+}
+
+export type KeyChanges = Partial<
+  Pick<KeyRecord, 'name' | 'allowedIps' | 'trustedDomains' | 'revokedAt' | 'expiresAt'>
+>;
+
+export type FilterType = 'email' | 'domain' | 'ip_address';
+export type FilterAction = 'block' | 'allow';
+
+export interface FilterRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly type: FilterType;
+  /** Normalized: an address, an A-label domain, or a canonical IP or CIDR range. */
+  readonly value: string;
+  readonly action: FilterAction;
+  readonly reason: string | null;
+  readonly createdAt: number;
+}
+
+/** The balances a ledger maintains, in credits. `total = available + reserved + used`. */
+export interface CreditBalance {
+  /** What can be spent now. Never below zero. */
+  readonly available: number;
+  /** Held by reservations not yet settled or released. */
+  readonly reserved: number;
+  /** Charged by settlements, net of refunds. */
+  readonly used: number;
+  /** Every credit ever granted. */
+  readonly total: number;
+}
+
+/** One immutable line of the ledger. */
+export interface LedgerEntry {
+  /** Order of entries within the store. */
+  readonly seq: number;
+  readonly accountId: string;
+  /** Unique per account: the same reference never applies twice. */
+  readonly ref: string;
+  readonly kind: LedgerRequest['kind'];
+  readonly amount: number;
+  /** Change of `available`: the balance is the sum of these. */
+  readonly delta: number;
+  /** The reservation a settle, release or refund is against. */
+  readonly reservation: string | null;
+  readonly note: string | null;
+  readonly createdAt: number;
+}
+
+/** What a reservation still holds and what it has charged. */
+export interface ReservationState {
+  readonly ref: string;
+  readonly held: number;
+  readonly charged: number;
+}
+
+/** A fixed-window counter that many processes may share. */
+export interface RateCounter {
+  /** Counts one request for `key`; resolves with the count in the window and its end. */
+  hit(key: string): Promise<WindowCount>;
+  /** The count so far without counting, or zero in a fresh window. */
+  peek(key: string): Promise<WindowCount>;
+}
+
+export interface WindowCount {
+  readonly count: number;
+  /** Epoch milliseconds when the window ends (now, for a window not yet started). */
+  readonly resetAt: number;
+}
+
+export interface FilterPage {
+  readonly filters: readonly FilterRecord[];
+  readonly total: number;
+}
+
+/**
+ * The Store port: everything the service keeps. Each method is atomic on its own; the ledger's
+ * `applyLedger` reads and writes the balance, the reservation and the entry in one transaction.
+ * Implementations: `createMemoryStore()` (mailverdict) and `createSqliteStore()`
+ * (mailverdict/sqlite); both pass one contract suite.
+ */
+export interface Store {
+  insertAccount(account: AccountRecord): Promise<void>;
+  getAccount(id: string): Promise<AccountRecord | undefined>;
+  updateAccount(
+    id: string,
+    changes: Partial<Pick<AccountRecord, 'email' | 'plan'>>,
+  ): Promise<AccountRecord | undefined>;
+
+  insertKey(key: KeyRecord): Promise<void>;
+  getKey(id: string): Promise<KeyRecord | undefined>;
+  findKeyByHash(hash: string): Promise<KeyRecord | undefined>;
+  /** Oldest first. */
+  listKeys(accountId: string): Promise<readonly KeyRecord[]>;
+  updateKey(id: string, changes: KeyChanges): Promise<KeyRecord | undefined>;
+
+  /** Applies one ledger request atomically (see service/ledger.ts for the rules). */
+  applyLedger(accountId: string, request: LedgerRequest, at: number): Promise<LedgerOutcome>;
+  balance(accountId: string): Promise<CreditBalance>;
+  /** Entries in order, from `afterSeq` (exclusive), at most `limit`. */
+  ledgerEntries(
+    accountId: string,
+    page?: { afterSeq?: number; limit?: number },
+  ): Promise<readonly LedgerEntry[]>;
+
+  /** Inserts a filter; `duplicate` (nothing stored) when its (type, value) exists already. */
+  insertFilter(filter: FilterRecord): Promise<'inserted' | 'duplicate'>;
+  /** Oldest first, optionally of one type. */
+  listFilters(
+    accountId: string,
+    query: { type?: FilterType; offset: number; limit: number },
+  ): Promise<FilterPage>;
+  deleteFilter(accountId: string, id: string): Promise<boolean>;
+  /** Filters of `type` whose value is one of `values`. */
+  findFilters(
+    accountId: string,
+    type: FilterType,
+    values: readonly string[],
+  ): Promise<readonly FilterRecord[]>;
+
+  /** A counter for one window length; counters with the same name share their counts. */
+  rateCounter(name: string, windowMs: number): RateCounter;
+
+  close(): Promise<void>;
+}

@@ -1,0 +1,85 @@
+import ipaddr from 'ipaddr.js';
+
+/** An IP address or CIDR range in canonical text: `192.0.2.0/24`, `2001:db8::/32`, `192.0.2.7`. */
+export type CanonicalRange = string;
+
+/**
+ * Parses an IP address (IPv4 dotted quad or IPv6) and returns its canonical text: IPv6
+ * compressed per RFC 5952, IPv4-mapped IPv6 as plain IPv4 (`::ffff:192.0.2.1` is
+ * `192.0.2.1`, the form a dual-stack server reports). Undefined for anything else, including
+ * the classful and hex IPv4 forms (`127.1`, `0x7f.0.0.1`) that would let one address hide
+ * behind many spellings, and IPv6 zone indexes.
+ */
+export function canonicalIp(text: string): string | undefined {
+  const parsed = parseStrictIp(text);
+  return parsed === undefined ? undefined : unmapped(parsed).toString();
+}
+
+/**
+ * Parses an IP address or a CIDR range into its canonical text; a range is written with its
+ * network address (`10.1.2.3/8` is `10.0.0.0/8`), a /32 or /128 as the bare address, so that
+ * two spellings of one range are one filter. Undefined when it is neither.
+ */
+export function canonicalRange(text: string): CanonicalRange | undefined {
+  const slash = text.indexOf('/');
+  if (slash === -1) return canonicalIp(text);
+  const address = parseStrictIp(text.slice(0, slash));
+  const bitsText = text.slice(slash + 1);
+  if (address === undefined || !/^\d{1,3}$/.test(bitsText)) return undefined;
+  let bits = Number(bitsText);
+  let base = address;
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
+    if (bits < 96) return undefined;
+    base = (address as ipaddr.IPv6).toIPv4Address();
+    bits -= 96;
+  }
+  const width = base.kind() === 'ipv4' ? 32 : 128;
+  if (bits > width) return undefined;
+  if (bits === width) return base.toString();
+  const network =
+    base.kind() === 'ipv4'
+      ? ipaddr.IPv4.networkAddressFromCIDR(`${base.toString()}/${bits}`)
+      : ipaddr.IPv6.networkAddressFromCIDR(`${base.toString()}/${bits}`);
+  return `${network.toString()}/${bits}`;
+}
+
+/** Whether canonical IP `ip` lies in canonical range `range` (an address matches itself). */
+export function ipInRange(ip: string, range: CanonicalRange): boolean {
+  const address = parseStrictIp(ip);
+  if (address === undefined) return false;
+  const probe = unmapped(address);
+  if (!range.includes('/')) return probe.toString() === range;
+  const [network, bits] = ipaddr.parseCIDR(range);
+  return probe.kind() === network.kind() && probe.match(network, bits);
+}
+
+/** The prefix length of a canonical range (32 or 128 for a single address). */
+export function rangeBits(range: CanonicalRange): number {
+  const slash = range.indexOf('/');
+  if (slash !== -1) return Number(range.slice(slash + 1));
+  return range.includes(':') ? 128 : 32;
+}
+
+/**
+ * The key under which an end user's requests are counted: the IPv4 address, or the /64 of an
+ * IPv6 address, since one IPv6 subscriber is handed a whole /64 and could otherwise take a new
+ * address per request.
+ */
+export function clientKey(ip: string): string | undefined {
+  const canonical = canonicalIp(ip);
+  if (canonical === undefined) return undefined;
+  return canonical.includes(':') ? canonicalRange(`${canonical}/64`) : canonical;
+}
+
+function parseStrictIp(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  if (text.includes('%')) return undefined;
+  if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
+  if (text.includes(':') && ipaddr.IPv6.isValid(text)) return ipaddr.IPv6.parse(text);
+  return undefined;
+}
+
+function unmapped(address: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
+  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()
+    ? (address as ipaddr.IPv6).toIPv4Address()
+    : address;
+}

@@ -1,0 +1,250 @@
+import type { CreditBalance, LedgerEntry, ReservationState } from '../ports/store.js';
+
+/**
+ * One request to the credits ledger (DESIGN 5.3). Every request carries a reference unique
+ * within the account, so that a retried request finds its first entry instead of applying
+ * twice.
+ *
+ * - grant: adds credits (a top-up, a plan's allowance).
+ * - reserve: moves credits from available to a hold, refused when available is short.
+ * - settle: charges part of a reservation's hold.
+ * - release: returns a reservation's unsettled hold (by default all of it) at the end of work.
+ * - refund: returns credits for results that could not be verified: from the hold first, then
+ *   from what the reservation charged.
+ */
+export type LedgerRequest =
+  | {
+      readonly kind: 'grant';
+      readonly ref: string;
+      readonly amount: number;
+      readonly note?: string;
+    }
+  | {
+      readonly kind: 'reserve';
+      readonly ref: string;
+      readonly amount: number;
+      readonly note?: string;
+    }
+  | {
+      readonly kind: 'settle';
+      readonly ref: string;
+      readonly reservation: string;
+      readonly amount: number;
+      readonly note?: string;
+    }
+  | {
+      readonly kind: 'release' | 'refund';
+      readonly ref: string;
+      readonly reservation: string;
+      /** Default: everything the reservation can give back. */
+      readonly amount?: number;
+      readonly note?: string;
+    };
+
+export type LedgerRefusal =
+  | {
+      readonly ok: false;
+      readonly code: 'insufficient_credits';
+      readonly needed: number;
+      readonly available: number;
+    }
+  | { readonly ok: false; readonly code: 'unknown_reservation'; readonly reservation: string }
+  | { readonly ok: false; readonly code: 'exceeds_reservation'; readonly limit: number }
+  /** The reference exists with a different request: a client bug, never applied. */
+  | { readonly ok: false; readonly code: 'reference_conflict'; readonly existing: LedgerEntry };
+
+export type LedgerOutcome =
+  | {
+      readonly ok: true;
+      readonly entry: LedgerEntry;
+      readonly balance: CreditBalance;
+      /** The reference had applied before: nothing changed this time. */
+      readonly replayed: boolean;
+    }
+  | LedgerRefusal;
+
+/** What a store reads, inside its transaction, before applying a request. */
+export interface LedgerSnapshot {
+  readonly balance: CreditBalance;
+  /** The entry already filed under the request's reference, if any. */
+  readonly existing: LedgerEntry | undefined;
+  /** The reservation the request names (settle/release/refund), if it exists. */
+  readonly reservation: ReservationState | undefined;
+}
+
+/** What a store writes, in the same transaction, when a request applies. */
+export interface LedgerWrite {
+  readonly entry: Omit<LedgerEntry, 'seq'>;
+  readonly balance: CreditBalance;
+  /** The reservation as it stands afterwards (none for a grant). */
+  readonly reservation: ReservationState | undefined;
+}
+
+export const EMPTY_BALANCE: CreditBalance = Object.freeze({
+  available: 0,
+  reserved: 0,
+  used: 0,
+  total: 0,
+});
+
+/** Largest single amount: keeps every sum an exact integer in a double and in SQLite. */
+export const MAX_LEDGER_AMOUNT = 1_000_000_000_000;
+
+/**
+ * Decides one ledger request against the state a store read: the pure heart of the ledger,
+ * shared by every store so that memory and SQLite cannot disagree. The caller validates the
+ * request's shape first (`ledgerRequestProblem`).
+ */
+export function planLedger(
+  accountId: string,
+  request: LedgerRequest,
+  snapshot: LedgerSnapshot,
+  at: number,
+): { replay: LedgerEntry } | { write: LedgerWrite } | LedgerRefusal {
+  const { existing, balance } = snapshot;
+  if (existing !== undefined) {
+    return sameRequest(existing, request)
+      ? { replay: existing }
+      : { ok: false, code: 'reference_conflict', existing };
+  }
+  const note = request.note ?? null;
+  const entryOf = (amount: number, delta: number, reservation: string | null) => ({
+    accountId,
+    ref: request.ref,
+    kind: request.kind,
+    amount,
+    delta,
+    reservation,
+    note,
+    createdAt: at,
+  });
+
+  switch (request.kind) {
+    case 'grant':
+      return {
+        write: {
+          entry: entryOf(request.amount, request.amount, null),
+          balance: {
+            ...balance,
+            available: balance.available + request.amount,
+            total: balance.total + request.amount,
+          },
+          reservation: undefined,
+        },
+      };
+    case 'reserve':
+      if (request.amount > balance.available) {
+        return {
+          ok: false,
+          code: 'insufficient_credits',
+          needed: request.amount,
+          available: balance.available,
+        };
+      }
+      return {
+        write: {
+          entry: entryOf(request.amount, -request.amount, request.ref),
+          balance: {
+            ...balance,
+            available: balance.available - request.amount,
+            reserved: balance.reserved + request.amount,
+          },
+          reservation: { ref: request.ref, held: request.amount, charged: 0 },
+        },
+      };
+    default:
+      return planAgainstReservation(request, snapshot, entryOf);
+  }
+}
+
+function planAgainstReservation(
+  request: Extract<LedgerRequest, { reservation: string }>,
+  { balance, reservation }: LedgerSnapshot,
+  entryOf: (amount: number, delta: number, reservation: string | null) => LedgerWrite['entry'],
+): { write: LedgerWrite } | LedgerRefusal {
+  if (reservation === undefined || reservation.ref !== request.reservation) {
+    return { ok: false, code: 'unknown_reservation', reservation: request.reservation };
+  }
+  const { held, charged } = reservation;
+  const limit = request.kind === 'refund' ? held + charged : held;
+  const amount = request.amount ?? limit;
+  if (amount > limit) return { ok: false, code: 'exceeds_reservation', limit };
+
+  if (request.kind === 'settle') {
+    return {
+      write: {
+        entry: entryOf(amount, 0, reservation.ref),
+        balance: { ...balance, reserved: balance.reserved - amount, used: balance.used + amount },
+        reservation: { ...reservation, held: held - amount, charged: charged + amount },
+      },
+    };
+  }
+  // release gives back only the hold; refund takes the hold first, then the charge.
+  const fromHeld = Math.min(amount, held);
+  const fromCharged = amount - fromHeld;
+  return {
+    write: {
+      entry: entryOf(amount, amount, reservation.ref),
+      balance: {
+        available: balance.available + amount,
+        reserved: balance.reserved - fromHeld,
+        used: balance.used - fromCharged,
+        total: balance.total,
+      },
+      reservation: { ...reservation, held: held - fromHeld, charged: charged - fromCharged },
+    },
+  };
+}
+
+/** A retry is the same request when kind, reservation and (where given) amount agree. */
+function sameRequest(existing: LedgerEntry, request: LedgerRequest): boolean {
+  if (existing.kind !== request.kind) return false;
+  const reservation = 'reservation' in request ? request.reservation : null;
+  if (
+    request.kind !== 'reserve' &&
+    request.kind !== 'grant' &&
+    existing.reservation !== reservation
+  ) {
+    return false;
+  }
+  return request.amount === undefined || request.amount === existing.amount;
+}
+
+/**
+ * What is wrong with a request's shape, naming the field, or undefined when it is sound.
+ * Stores call it before any write, so nothing invalid is ever filed.
+ */
+export function ledgerRequestProblem(request: LedgerRequest): string | undefined {
+  if (typeof request !== 'object' || request === null)
+    return 'the ledger request must be an object';
+  if (!['grant', 'reserve', 'settle', 'release', 'refund'].includes(request.kind)) {
+    return 'kind must be one of grant, reserve, settle, release, refund';
+  }
+  if (!isReference(request.ref)) return 'ref must be a string of 1 to 200 characters';
+  const againstReservation = request.kind !== 'grant' && request.kind !== 'reserve';
+  if (againstReservation && !isReference((request as { reservation?: unknown }).reservation)) {
+    return 'reservation must be the reference of a reserve entry';
+  }
+  const amount = (request as { amount?: unknown }).amount;
+  const optionalAmount = request.kind === 'release' || request.kind === 'refund';
+  if (!(optionalAmount && amount === undefined) && !isAmount(amount)) {
+    return `amount must be a whole number of credits from 1 to ${MAX_LEDGER_AMOUNT}`;
+  }
+  if (
+    request.note !== undefined &&
+    (typeof request.note !== 'string' || request.note.length > 500)
+  ) {
+    return 'note must be a string of at most 500 characters';
+  }
+  return undefined;
+}
+
+function isReference(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= 200;
+}
+
+function isAmount(value: unknown): value is number {
+  return (
+    Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= MAX_LEDGER_AMOUNT
+  );
+}

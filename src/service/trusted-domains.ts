@@ -1,0 +1,46 @@
+import { parseDomain } from '../address/domain.js';
+
+const ANY_HOST_RULES = { allowDomainLiteral: false, globallyDeliverable: false } as const;
+
+/**
+ * Normalizes a public key's trusted-domain pattern: `example.com` (that host only) or
+ * `*.example.com` (its subdomains, not the domain itself), IDN to A-labels, lowercase.
+ * Undefined when the pattern is neither.
+ */
+export function canonicalTrustedDomain(pattern: string): string | undefined {
+  const wildcard = pattern.startsWith('*.');
+  const parsed = parseDomain(wildcard ? pattern.slice(2) : pattern, ANY_HOST_RULES);
+  if (!parsed.ok || parsed.literal) return undefined;
+  return wildcard ? `*.${parsed.ascii}` : parsed.ascii;
+}
+
+/**
+ * The host of the page that made a browser request: from `Origin`, else from `Referer`
+ * (browsers omit Origin on some same-origin GETs). Only http(s) pages count; an opaque
+ * origin (`null`) or garbage yields undefined. WHATWG URL parsing lowercases the host and
+ * turns IDN into A-labels, the form trusted domains are stored in.
+ */
+export function requestHost(
+  origin: string | null | undefined,
+  referer: string | null | undefined,
+): string | undefined {
+  return hostOf(origin) ?? hostOf(referer);
+}
+
+function hostOf(url: string | null | undefined): string | undefined {
+  if (url === null || url === undefined || url === '' || url === 'null') return undefined;
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return undefined;
+    return parsed.hostname.endsWith('.') ? parsed.hostname.slice(0, -1) : parsed.hostname;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `host` is trusted by one of the canonical patterns. */
+export function hostTrusted(host: string, patterns: readonly string[]): boolean {
+  return patterns.some((pattern) =>
+    pattern.startsWith('*.') ? host.endsWith(pattern.slice(1)) : host === pattern,
+  );
+}

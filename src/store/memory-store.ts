@@ -1,0 +1,203 @@
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import type {
+  AccountRecord,
+  CreditBalance,
+  FilterRecord,
+  KeyRecord,
+  LedgerEntry,
+  RateCounter,
+  ReservationState,
+  Store,
+} from '../ports/store.js';
+import { EMPTY_BALANCE, ledgerRequestProblem, planLedger } from '../service/ledger.js';
+import { rateCounterOver, UNLIMITED_POINTS } from './rate-counter.js';
+import { StoreError } from './store-error.js';
+
+interface AccountBook {
+  account: AccountRecord;
+  balance: CreditBalance;
+  entries: LedgerEntry[];
+  byRef: Map<string, LedgerEntry>;
+  reservations: Map<string, ReservationState>;
+}
+
+/**
+ * The in-memory Store: for tests, benchmarks and throwaway use. Every operation runs to the
+ * end without awaiting, so each is atomic just as a SQLite transaction is.
+ *
+ * @example
+ * const service = createService({ engine: createEngine({ offline: true }), store: createMemoryStore() });
+ */
+export function createMemoryStore(): Store {
+  const books = new Map<string, AccountBook>();
+  const keys = new Map<string, KeyRecord>();
+  const keyIdByHash = new Map<string, string>();
+  const filters = new Map<string, FilterRecord>();
+  const filterIdByValue = new Map<string, string>();
+  const filterKey = (accountId: string, type: string, value: string) =>
+    `${accountId}\u0000${type}\u0000${value}`;
+  const counters = new Map<string, RateCounter>();
+  let seq = 0;
+  let closed = false;
+
+  function open(): void {
+    if (closed) throw new StoreError('closed', 'The store is closed.');
+  }
+
+  function book(accountId: string): AccountBook | undefined {
+    open();
+    return books.get(accountId);
+  }
+
+  return {
+    async insertAccount(account) {
+      open();
+      if (books.has(account.id))
+        throw new StoreError('constraint', `Account ${account.id} exists.`);
+      books.set(account.id, {
+        account: { ...account },
+        balance: EMPTY_BALANCE,
+        entries: [],
+        byRef: new Map(),
+        reservations: new Map(),
+      });
+    },
+    async getAccount(id) {
+      return book(id)?.account;
+    },
+    async updateAccount(id, changes) {
+      const found = book(id);
+      if (found === undefined) return undefined;
+      found.account = { ...found.account, ...changes };
+      return found.account;
+    },
+
+    async insertKey(key) {
+      open();
+      if (keys.has(key.id) || keyIdByHash.has(key.hash)) {
+        throw new StoreError('constraint', 'A key with this id or hash exists.');
+      }
+      keys.set(key.id, { ...key });
+      keyIdByHash.set(key.hash, key.id);
+    },
+    async getKey(id) {
+      open();
+      return keys.get(id);
+    },
+    async findKeyByHash(hash) {
+      open();
+      const id = keyIdByHash.get(hash);
+      return id === undefined ? undefined : keys.get(id);
+    },
+    async listKeys(accountId) {
+      open();
+      // Oldest first, ties in insertion order (Array.prototype.sort is stable).
+      return [...keys.values()]
+        .filter((key) => key.accountId === accountId)
+        .sort((a, b) => a.createdAt - b.createdAt);
+    },
+    async updateKey(id, changes) {
+      open();
+      const key = keys.get(id);
+      if (key === undefined) return undefined;
+      const updated = { ...key, ...changes };
+      keys.set(id, updated);
+      return updated;
+    },
+
+    async applyLedger(accountId, request, at) {
+      const found = book(accountId);
+      if (found === undefined) throw new StoreError('not_found', `No account ${accountId}.`);
+      const problem = ledgerRequestProblem(request);
+      if (problem !== undefined) throw new StoreError('invalid', problem);
+      const reservationRef = 'reservation' in request ? request.reservation : undefined;
+      const plan = planLedger(
+        accountId,
+        request,
+        {
+          balance: found.balance,
+          existing: found.byRef.get(request.ref),
+          reservation:
+            reservationRef === undefined ? undefined : found.reservations.get(reservationRef),
+        },
+        at,
+      );
+      if ('replay' in plan) {
+        return { ok: true, entry: plan.replay, balance: found.balance, replayed: true };
+      }
+      if (!('write' in plan)) return plan;
+      const entry: LedgerEntry = { ...plan.write.entry, seq: ++seq };
+      found.entries.push(entry);
+      found.byRef.set(entry.ref, entry);
+      if (plan.write.reservation !== undefined) {
+        found.reservations.set(plan.write.reservation.ref, plan.write.reservation);
+      }
+      found.balance = plan.write.balance;
+      return { ok: true, entry, balance: found.balance, replayed: false };
+    },
+    async balance(accountId) {
+      return book(accountId)?.balance ?? EMPTY_BALANCE;
+    },
+    async ledgerEntries(accountId, page = {}) {
+      const entries = book(accountId)?.entries ?? [];
+      const after = page.afterSeq ?? 0;
+      return entries.filter((entry) => entry.seq > after).slice(0, page.limit ?? entries.length);
+    },
+
+    async insertFilter(filter) {
+      open();
+      const key = filterKey(filter.accountId, filter.type, filter.value);
+      if (filterIdByValue.has(key)) return 'duplicate';
+      if (filters.has(filter.id)) throw new StoreError('constraint', `Filter ${filter.id} exists.`);
+      filters.set(filter.id, { ...filter });
+      filterIdByValue.set(key, filter.id);
+      return 'inserted';
+    },
+    async listFilters(accountId, query) {
+      open();
+      const all = [...filters.values()].filter(
+        (filter) =>
+          filter.accountId === accountId &&
+          (query.type === undefined || filter.type === query.type),
+      );
+      return { filters: all.slice(query.offset, query.offset + query.limit), total: all.length };
+    },
+    async deleteFilter(accountId, id) {
+      open();
+      const filter = filters.get(id);
+      if (filter === undefined || filter.accountId !== accountId) return false;
+      filterIdByValue.delete(filterKey(accountId, filter.type, filter.value));
+      return filters.delete(id);
+    },
+    async findFilters(accountId, type, values) {
+      open();
+      const found: FilterRecord[] = [];
+      for (const value of values) {
+        const id = filterIdByValue.get(filterKey(accountId, type, value));
+        const filter = id === undefined ? undefined : filters.get(id);
+        if (filter !== undefined) found.push(filter);
+      }
+      return found;
+    },
+
+    rateCounter(name, windowMs) {
+      const id = `${name}:${windowMs}`;
+      let counter = counters.get(id);
+      if (counter === undefined) {
+        counter = rateCounterOver(
+          new RateLimiterMemory({
+            keyPrefix: name,
+            points: UNLIMITED_POINTS,
+            duration: windowMs / 1000,
+          }),
+        );
+        counters.set(id, counter);
+      }
+      return counter;
+    },
+
+    async close() {
+      closed = true;
+    },
+  };
+}

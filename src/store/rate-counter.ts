@@ -1,0 +1,31 @@
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateCounter, WindowCount } from '../ports/store.js';
+
+/**
+ * Limiters count without limiting: each is built with this many points and the service compares
+ * the count with the caller's plan itself, so that one counter serves every plan and a plan
+ * change keeps the window's count.
+ */
+export const UNLIMITED_POINTS = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A RateCounter over a rate-limiter-flexible limiter. The library's increment is atomic in
+ * every backend (a Map in memory, one upsert with RETURNING in SQLite), which is what makes
+ * "exactly L of N concurrent requests" hold. Its windows run on the system clock (Date.now).
+ */
+export function rateCounterOver(limiter: RateLimiterAbstract): RateCounter {
+  return {
+    async hit(key) {
+      const res = await limiter.consume(key, 1);
+      return countOf(res.consumedPoints, res.msBeforeNext);
+    },
+    async peek(key) {
+      const res = await limiter.get(key);
+      return res === null ? countOf(0, 0) : countOf(res.consumedPoints, res.msBeforeNext);
+    },
+  };
+}
+
+function countOf(count: number, msBeforeNext: number): WindowCount {
+  return { count, resetAt: Date.now() + Math.max(msBeforeNext, 0) };
+}
