@@ -20,6 +20,11 @@ export interface SqliteStoreOptions {
    * before failing with a `busy` StoreError. Default 5000 ms.
    */
   readonly busyTimeoutMs?: number;
+  /**
+   * A cap on the database file's size: writes past it fail with a `full` StoreError, as on a
+   * full disk, and change nothing. Default: SQLite's own limit.
+   */
+  readonly maxSizeBytes?: number;
 }
 
 export const SQLITE_BUSY_TIMEOUT_MS = 5000;
@@ -327,6 +332,10 @@ function openDatabase(path: string, options: SqliteStoreOptions): Database.Datab
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
     migrate(db);
+    if (options.maxSizeBytes !== undefined) {
+      const pageSize = db.pragma('page_size', { simple: true }) as number;
+      db.pragma(`max_page_count = ${Math.max(1, Math.floor(options.maxSizeBytes / pageSize))}`);
+    }
     return db;
   } catch (error) {
     db.close();

@@ -99,6 +99,8 @@ export interface Engine {
   cost(method: MethodName): number;
   /** The method table, as data. */
   readonly methods: Readonly<Record<MethodName, Method>>;
+  /** Parses an address with this engine's syntax policy (`parse` option). */
+  parse(address: string): ParseResult;
   /** The Dns port verifications use (the service resolves IP filters through its cache). */
   readonly dns: Dns;
 }
@@ -143,6 +145,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const engine: Engine = {
     methods,
     dns,
+    parse: (address) => parseAddress(address, parseOptions),
     cost: (name) => methodOf(name).cost,
     verifySync(address, verifyOptions = {}) {
       requireString(address, 'verifySync');

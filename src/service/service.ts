@@ -511,7 +511,7 @@ export function createService(options: ServiceOptions): Service {
           throw invalidRequest('method', `method must be one of ${METHOD_NAMES.join(', ')}`);
         }
         const { signal } = verifyOptions;
-        const parsed = parseAddress(email);
+        const parsed = engine.parse(email);
         if (parsed.ok) {
           if (testAddressVerdict(parsed) !== undefined) {
             return {

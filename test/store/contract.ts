@@ -99,7 +99,7 @@ export function storeContract(name: string, makeStore: () => Store | Promise<Sto
         ]);
         expect(entries.reduce((sum, e) => sum + e.delta, 0)).toBe(85);
         expect(await store.ledgerEntries('acct_b')).toEqual([]);
-        const page = await store.ledgerEntries('acct_a', { afterSeq: entries[1]?.seq, limit: 1 });
+        const page = await store.ledgerEntries('acct_a', { afterSeq: entries[1]!.seq, limit: 1 });
         expect(page.map((e) => e.ref)).toEqual(['s1']);
       });
 

@@ -1,0 +1,229 @@
+import { describe, expect, it } from 'vitest';
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import { ServiceError } from '../../src/service/service-error.js';
+import { createMemorySmtp } from '../../src/smtp/memory-smtp.js';
+import { countingDns, countingSmtp, fixture } from './helpers.js';
+
+async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ServiceError);
+  return error as ServiceError;
+}
+
+describe('filters: create, list, delete', () => {
+  it('normalizes values with the engine parser: emails, IDN domains, IPs and CIDR ranges', async () => {
+    const { service, accountId } = await fixture();
+    const caller = { accountId };
+    const cases: [string, 'email' | 'domain' | 'ip_address', string][] = [
+      ['Bob.Smith@Example.ORG', 'email', 'bob.smith@example.org'],
+      ['jöhn@bücher.de', 'email', 'jöhn@xn--bcher-kva.de'],
+      ['Bücher.DE', 'domain', 'xn--bcher-kva.de'],
+      ['@Spam.Example.net', 'domain', 'spam.example.net'],
+      ['2001:DB8:0:0::1', 'ip_address', '2001:db8::1'],
+      ['::ffff:198.51.100.7', 'ip_address', '198.51.100.7'],
+      ['203.0.113.77/24', 'ip_address', '203.0.113.0/24'],
+    ];
+    for (const [value, type, stored] of cases) {
+      const created = await service.createFilter(caller, { value, type, action: 'block' });
+      expect(created).toMatchObject({ type, value: stored, action: 'block', reason: null });
+      expect(created.id).toMatch(/^flt_/);
+    }
+  });
+
+  it('refuses a duplicate (type, value), however it is spelled, with 409', async () => {
+    const { service, accountId } = await fixture();
+    const caller = { accountId };
+    await service.createFilter(caller, {
+      value: 'xn--bcher-kva.de',
+      type: 'domain',
+      action: 'block',
+    });
+    const error = await refusal(
+      service.createFilter(caller, { value: 'BÜCHER.de', type: 'domain', action: 'allow' }),
+    );
+    expect(error.status).toBe(409);
+    expect(error.code).toBe('conflict');
+    await service.createFilter(caller, {
+      value: '10.0.0.0/8',
+      type: 'ip_address',
+      action: 'block',
+    });
+    expect(
+      (
+        await refusal(
+          service.createFilter(caller, {
+            value: '10.9.9.9/8',
+            type: 'ip_address',
+            action: 'block',
+          }),
+        )
+      ).status,
+    ).toBe(409);
+    expect((await service.listFilters(caller)).total).toBe(2);
+  });
+
+  it('refuses invalid filters naming the field, storing nothing', async () => {
+    const { service, accountId } = await fixture();
+    const caller = { accountId };
+    const bad: [object, string][] = [
+      [{ value: 'not an email', type: 'email', action: 'block' }, 'value'],
+      [{ value: 'exa mple.com', type: 'domain', action: 'block' }, 'value'],
+      [{ value: '[192.0.2.1]', type: 'domain', action: 'block' }, 'value'],
+      [{ value: '300.1.1.1', type: 'ip_address', action: 'block' }, 'value'],
+      [{ value: '10.0.0.0/40', type: 'ip_address', action: 'block' }, 'value'],
+      [{ value: '', type: 'domain', action: 'block' }, 'value'],
+      [{ value: 'a.com', type: 'url', action: 'block' }, 'filter_type'],
+      [{ value: 'a.com', type: 'domain', action: 'deny' }, 'action'],
+      [{ value: 'a.com', type: 'domain', action: 'block', reason: 7 }, 'reason'],
+    ];
+    for (const [input, field] of bad) {
+      const error = await refusal(service.createFilter(caller, input as never));
+      expect(error.code).toBe('invalid_request');
+      expect(error.context).toEqual({ field });
+    }
+    expect((await service.listFilters(caller)).total).toBe(0);
+  });
+
+  it('lists by type with pagination in a stable order, and deletes', async () => {
+    const { service, accountId } = await fixture();
+    const caller = { accountId };
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      ids.push(
+        (
+          await service.createFilter(caller, {
+            value: `d${i}.com`,
+            type: 'domain',
+            action: 'block',
+          })
+        ).id,
+      );
+    }
+    await service.createFilter(caller, {
+      value: 'a@b.com',
+      type: 'email',
+      action: 'allow',
+      reason: 'VIP',
+    });
+    const page2 = await service.listFilters(caller, { type: 'domain', page: 2, perPage: 3 });
+    expect(page2).toMatchObject({ total: 7, page: 2, perPage: 3 });
+    expect(page2.filters.map((f) => f.id)).toEqual(ids.slice(3, 6));
+    expect(
+      (await service.listFilters(caller, { type: 'domain', page: 9, perPage: 3 })).filters,
+    ).toEqual([]);
+    expect((await service.listFilters(caller)).total).toBe(8);
+    for (const query of [{ page: 0 }, { perPage: 101 }, { type: 'url' }]) {
+      expect((await refusal(service.listFilters(caller, query as never))).code).toBe(
+        'invalid_request',
+      );
+    }
+    expect(await service.deleteFilter(caller, ids[0]!)).toEqual({ id: ids[0], deleted: true });
+    expect((await refusal(service.deleteFilter(caller, ids[0]!))).status).toBe(404);
+    const other = await service.admin.createAccount({ email: 'x@example.org' });
+    expect((await refusal(service.deleteFilter({ accountId: other.id }, ids[1]!))).status).toBe(
+      404,
+    );
+    expect((await service.listFilters({ accountId: other.id })).total).toBe(0);
+  });
+});
+
+describe('filters in verify', () => {
+  async function filtered(
+    filters: [string, 'email' | 'domain' | 'ip_address', 'block' | 'allow'][],
+  ) {
+    const dns = countingDns(
+      createMemoryDns(
+        {
+          'example.org': ['mx1.example.org'],
+          'mail.corp.example.net': ['mx.corp.example.net'],
+          'corp.example.net': ['mx.corp.example.net'],
+        },
+        { 'mx1.example.org': ['198.51.100.20'], 'mx.corp.example.net': ['2001:db8:5::25'] },
+      ),
+    );
+    const smtp = countingSmtp(createMemorySmtp({ catchAllDomains: [] }));
+    const base = await fixture({
+      engine: { dns, smtp, parse: { allowDomainLiteral: true } },
+      account: { credits: 1000 },
+    });
+    for (const [value, type, action] of filters) {
+      await base.service.createFilter({ accountId: base.accountId }, { value, type, action });
+    }
+    const verify = async (email: string) =>
+      base.service.verify({ accountId: base.accountId }, email, { method: 'smtp' });
+    return { ...base, dns, smtp, verify };
+  }
+
+  it('blocks by email, domain or parent domain without reaching the Dns or Smtp port', async () => {
+    const { verify, dns, smtp, service, accountId } = await filtered([
+      ['bad@example.org', 'email', 'block'],
+      ['example.net', 'domain', 'block'],
+    ]);
+    for (const email of ['BAD@Example.org', 'anyone@example.net', 'x@mail.corp.example.net']) {
+      const { verdict, charged } = await verify(email);
+      expect(verdict).toMatchObject({
+        state: 'undeliverable',
+        reason: 'blocked_by_filter',
+        score: 0,
+      });
+      expect(verdict.checks).toEqual([]);
+      expect(charged).toBe(0);
+    }
+    expect(dns.calls).toEqual([]);
+    expect(smtp.calls).toEqual([]);
+    expect((await service.admin.getAccount(accountId)).credits.used).toBe(0);
+  });
+
+  it('takes the most specific filter first: email, then the domain and its parents, then IPs', async () => {
+    const { verify } = await filtered([
+      ['example.net', 'domain', 'block'],
+      ['corp.example.net', 'domain', 'allow'],
+      ['ceo@mail.corp.example.net', 'email', 'block'],
+      ['vip@example.org', 'email', 'allow'],
+      ['198.51.100.0/24', 'ip_address', 'block'],
+    ]);
+    expect((await verify('a@example.net')).verdict.reason).toBe('blocked_by_filter');
+    expect((await verify('a@mail.corp.example.net')).verdict.reason).toBe('allowed_by_filter');
+    expect((await verify('ceo@mail.corp.example.net')).verdict.reason).toBe('blocked_by_filter');
+    // The email allow beats the MX's IP block.
+    const vip = await verify('vip@example.org');
+    expect(vip.verdict).toMatchObject({
+      state: 'deliverable',
+      reason: 'allowed_by_filter',
+      score: 100,
+    });
+    expect((await verify('other@example.org')).verdict.reason).toBe('blocked_by_filter');
+  });
+
+  it('matches IP filters against domain literals and the IPs of the MX hosts, never probing SMTP', async () => {
+    const { verify, smtp, dns } = await filtered([
+      ['2001:db8:5::/48', 'ip_address', 'block'],
+      ['2001:db8:5::25', 'ip_address', 'allow'],
+      ['192.0.2.0/24', 'ip_address', 'block'],
+    ]);
+    // The /128 allow is more specific than the /48 block.
+    expect((await verify('a@corp.example.net')).verdict.reason).toBe('allowed_by_filter');
+    expect(dns.calls).toEqual(['mx corp.example.net', 'addresses mx.corp.example.net']);
+    expect(smtp.calls).toEqual([]);
+    expect((await verify('someone@[192.0.2.55]')).verdict.reason).toBe('blocked_by_filter');
+    expect((await verify('someone@[IPv6:2001:db8:5::7]')).verdict.reason).toBe('blocked_by_filter');
+    expect(smtp.calls).toEqual([]);
+  });
+
+  it('matches IDN addresses against A-label domain filters', async () => {
+    const { verify } = await filtered([['xn--bcher-kva.de', 'domain', 'block']]);
+    expect((await verify('jöhn@BÜCHER.de')).verdict.reason).toBe('blocked_by_filter');
+    expect((await verify('a@sub.bücher.de')).verdict.reason).toBe('blocked_by_filter');
+  });
+
+  it('charges for addresses no filter matches', async () => {
+    const { verify, smtp } = await filtered([['blocked.example.org', 'domain', 'block']]);
+    const { verdict, charged } = await verify('bob@example.org');
+    expect(verdict.reason).toBe('rejected_email');
+    expect(charged).toBe(10);
+    expect(smtp.calls).toHaveLength(1);
+  });
+});

@@ -1,0 +1,62 @@
+import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
+import type { Dns } from '../../src/ports/dns.js';
+import type { SmtpProber } from '../../src/ports/smtp.js';
+import type { Store } from '../../src/ports/store.js';
+import { createService, type NewAccount, type Service } from '../../src/service/service.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+
+export interface Fixture {
+  readonly service: Service;
+  readonly accountId: string;
+  /** A private key of the account, unrestricted. */
+  readonly secret: string;
+}
+
+/** A service on `store` (memory by default) with one account and one private key. */
+export async function fixture(
+  options: {
+    engine?: EngineOptions;
+    store?: Store;
+    account?: Partial<NewAccount>;
+  } = {},
+): Promise<Fixture> {
+  const service = createService({
+    engine: createEngine(options.engine ?? { offline: true }),
+    store: options.store ?? createMemoryStore(),
+  });
+  const account = await service.admin.createAccount({
+    email: 'ops@example.org',
+    plan: 'enterprise',
+    credits: 100,
+    ...options.account,
+  });
+  const { secret } = await service.admin.createKey(account.id);
+  return { service, accountId: account.id, secret };
+}
+
+/** Wraps ports to count every call, proving which requests never reach them. */
+export function countingDns(inner: Dns): Dns & { calls: string[] } {
+  const calls: string[] = [];
+  return {
+    calls,
+    mx(domain, signal) {
+      calls.push(`mx ${domain}`);
+      return inner.mx(domain, signal);
+    },
+    addresses(host, signal) {
+      calls.push(`addresses ${host}`);
+      return inner.addresses?.(host, signal) ?? Promise.resolve([]);
+    },
+  };
+}
+
+export function countingSmtp(inner: SmtpProber): SmtpProber & { calls: string[] } {
+  const calls: string[] = [];
+  return {
+    calls,
+    probe(request, signal) {
+      calls.push(request.recipients.map((r) => r.address).join(','));
+      return inner.probe(request, signal);
+    },
+  };
+}

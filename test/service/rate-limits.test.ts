@@ -1,0 +1,108 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import type { Store } from '../../src/ports/store.js';
+import { ServiceError } from '../../src/service/service-error.js';
+import { createSqliteStore } from '../../src/sqlite.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { fixture } from './helpers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'mailverdict-rate-'));
+let files = 0;
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const stores: [string, () => Store][] = [
+  ['memory', () => createMemoryStore()],
+  ['sqlite', () => createSqliteStore(join(dir, `rate-${files++}.db`))],
+];
+
+describe.each(stores)('rate limits on the %s store', (_name, makeStore) => {
+  it('admits exactly the plan limit of N concurrent requests on one key', async () => {
+    for (const [plan, limit] of [
+      ['free', 10],
+      ['starter', 60],
+    ] as const) {
+      const { service, secret } = await fixture({ store: makeStore(), account: { plan } });
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: limit * 2 + 7 }, () =>
+          service.authenticate({ apiKey: secret, endpoint: 'verify' }),
+        ),
+      );
+      const admitted = outcomes.filter((o) => o.status === 'fulfilled');
+      expect(admitted).toHaveLength(limit);
+      const remaining = admitted
+        .map((o) => (o as PromiseFulfilledResult<{ rateLimit: { remaining: number } }>).value)
+        .map((caller) => caller.rateLimit.remaining)
+        .sort((a, b) => a - b);
+      expect(remaining).toEqual(Array.from({ length: limit }, (_, i) => i));
+      for (const outcome of outcomes) {
+        if (outcome.status === 'fulfilled') continue;
+        const error = outcome.reason as ServiceError;
+        expect(error.code).toBe('rate_limit_exceeded');
+        expect(error.status).toBe(429);
+        expect(error.rateLimit).toMatchObject({ limit, remaining: 0 });
+        expect(error.toJSON()).toMatchObject({ error: 'rate_limit_exceeded' });
+        expect(error.context.retry_after).toBeGreaterThanOrEqual(1);
+        expect(error.context.retry_after).toBeLessThanOrEqual(60);
+      }
+      await service.store.close();
+    }
+  });
+
+  it('resets at the window edge, and says when in X-RateLimit-Reset terms', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const start = 1_800_000_000_000;
+    vi.setSystemTime(start);
+    const { service, secret } = await fixture({ store: makeStore(), account: { plan: 'free' } });
+    const hit = () => service.authenticate({ apiKey: secret, endpoint: 'verify' });
+    const first = await hit();
+    expect(first.rateLimit).toEqual({ limit: 10, remaining: 9, resetAt: start + 60_000 });
+    for (let i = 0; i < 9; i++) await hit();
+    vi.setSystemTime(start + 59_000);
+    const refused = await hit().catch((e: unknown) => e as ServiceError);
+    expect(refused).toBeInstanceOf(ServiceError);
+    expect((refused as ServiceError).context).toEqual({ retry_after: 1 });
+    expect((refused as ServiceError).rateLimit?.resetAt).toBe(start + 60_000);
+    vi.setSystemTime(start + 59_999);
+    await expect(hit()).rejects.toBeInstanceOf(ServiceError);
+    vi.setSystemTime(start + 60_000);
+    const fresh = await hit();
+    expect(fresh.rateLimit).toEqual({ limit: 10, remaining: 9, resetAt: start + 120_000 });
+    await service.store.close();
+  });
+
+  it('holds the per-day limit across minutes, and a refused minute does not count for the day', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const start = 1_800_000_000_000;
+    vi.setSystemTime(start);
+    const { service, secret, accountId } = await fixture({
+      store: makeStore(),
+      account: { plan: 'free' },
+    });
+    const hit = () =>
+      service.authenticate({ apiKey: secret, endpoint: 'verify' }).then(
+        () => 'ok',
+        (e: ServiceError) => e.message,
+      );
+    let admitted = 0;
+    for (let minute = 0; minute < 12; minute++) {
+      vi.setSystemTime(start + minute * 60_000);
+      // 15 a minute: 10 admitted by the minute window until the day's 100 are gone.
+      for (let i = 0; i < 15; i++) if ((await hit()) === 'ok') admitted++;
+    }
+    expect(admitted).toBe(100);
+    vi.setSystemTime(start + 12 * 60_000);
+    expect(await hit()).toMatch(/100 requests a day/);
+    // A plan change takes effect at once, with the day's count kept.
+    await service.admin.changePlan(accountId, 'starter');
+    expect(await hit()).toBe('ok');
+    vi.setSystemTime(start + 86_400_000);
+    await service.admin.changePlan(accountId, 'free');
+    expect(await hit()).toBe('ok');
+    await service.store.close();
+  });
+});
