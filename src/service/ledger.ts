@@ -168,7 +168,8 @@ function planAgainstReservation(
   const { held, charged } = reservation;
   const limit = request.kind === 'refund' ? held + charged : held;
   const amount = request.amount ?? limit;
-  if (amount > limit) return { ok: false, code: 'exceeds_reservation', limit };
+  // Nothing left to give back is a refusal too: an entry of 0 credits would say nothing.
+  if (amount > limit || amount === 0) return { ok: false, code: 'exceeds_reservation', limit };
 
   if (request.kind === 'settle') {
     return {

@@ -546,19 +546,29 @@ export function createService(options: ServiceOptions): Service {
           await close({ kind: 'release', ref: `${reservation}:release`, reservation });
           throw error;
         }
-        const unknown = UNKNOWN_REASONS.has(verdict.reason);
-        const charged = await close(
-          unknown
-            ? { kind: 'refund', ref: `${reservation}:refund`, reservation, note: verdict.reason }
-            : { kind: 'settle', ref: `${reservation}:settle`, reservation, amount: cost },
-        );
-        return { verdict, charged: unknown ? 0 : charged };
+        if (reserved.replayed) {
+          // A retry: the first attempt's charge or refund stands; a hold it left behind (a
+          // crash between reserve and settle) goes back to the account.
+          await close({ kind: 'release', ref: `${reservation}:release`, reservation });
+          return { verdict, charged: 0 };
+        }
+        if (UNKNOWN_REASONS.has(verdict.reason)) {
+          await close({
+            kind: 'refund',
+            ref: `${reservation}:refund`,
+            reservation,
+            note: verdict.reason,
+          });
+          return { verdict, charged: 0 };
+        }
+        await close({ kind: 'settle', ref: `${reservation}:settle`, reservation, amount: cost });
+        return { verdict, charged: cost };
 
-        /** Settles, refunds or releases; 0 when a retried request finds it closed before. */
-        async function close(request: LedgerRequest): Promise<number> {
+        /** Files the closing entry; a reservation with nothing left to close is fine. */
+        async function close(request: LedgerRequest): Promise<void> {
           const outcome = await store.applyLedger(caller.accountId, request, clock.now());
-          if (!outcome.ok && outcome.code === 'exceeds_reservation' && reserved.replayed) return 0;
-          return receiptOf(outcome).replayed ? 0 : cost;
+          if (!outcome.ok && outcome.code === 'exceeds_reservation') return;
+          receiptOf(outcome);
         }
       }),
 

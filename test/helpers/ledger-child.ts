@@ -1,0 +1,46 @@
+// The service on a SQLite file in its own process, driven over stdin/stdout (one JSON request
+// per line, one JSON answer per line), so that a test can crash it and reopen the file. A
+// request may carry `crashAfterWrites: k`: the process then SIGKILLs itself right after its
+// k-th ledger transaction commits (k = 0: before any), or after answering if there are fewer,
+// which is a crash between any two steps of a verify. Run by test/property/ledger.model.test.ts.
+import { createInterface } from 'node:readline';
+import type { Store } from '../../src/ports/store.js';
+import { createSqliteStore } from '../../src/sqlite.js';
+import { ledgerSystem, modelService } from './ledger-system.js';
+
+let writesBeforeCrash = Number.POSITIVE_INFINITY;
+const die = () => process.kill(process.pid, 'SIGKILL');
+
+const sqlite = createSqliteStore(process.argv[2] as string);
+const store: Store = {
+  ...sqlite,
+  async applyLedger(...args) {
+    const outcome = await sqlite.applyLedger(...args);
+    if (--writesBeforeCrash <= 0) die();
+    return outcome;
+  },
+};
+const system = ledgerSystem(modelService(store));
+
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, op, args, crashAfterWrites } = JSON.parse(line) as {
+    id: number;
+    op: string;
+    args: unknown[];
+    crashAfterWrites?: number;
+  };
+  if (crashAfterWrites !== undefined) {
+    if (crashAfterWrites === 0) die();
+    writesBeforeCrash = crashAfterWrites;
+  }
+  const call = (system as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[op];
+  call!(...args).then(
+    (result) => {
+      process.stdout.write(`${JSON.stringify({ id, result })}\n`);
+      if (crashAfterWrites !== undefined) die();
+    },
+    (error: unknown) =>
+      process.stdout.write(`${JSON.stringify({ id, error: String((error as Error).stack) })}\n`),
+  );
+});
+process.stdout.write(`${JSON.stringify({ id: 0, result: 'ready' })}\n`);

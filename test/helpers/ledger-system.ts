@@ -1,0 +1,72 @@
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import { createEngine } from '../../src/engine/engine.js';
+import type { CreditBalance, LedgerEntry, Store } from '../../src/ports/store.js';
+import type { LedgerRequest } from '../../src/service/ledger.js';
+import type { PlanName } from '../../src/service/plans.js';
+import { createService, type Service } from '../../src/service/service.js';
+import { ServiceError } from '../../src/service/service-error.js';
+
+/** The account every model run uses, created with an `initial_grant` of these credits. */
+export const MODEL_ACCOUNT_EMAIL = 'model@example.org';
+export const MODEL_START_CREDITS = 60;
+
+/** What a model step asks of the system under test, in plain JSON in and out. */
+export interface LedgerSystem {
+  setup(): Promise<string>;
+  ledger(accountId: string, request: LedgerRequest): Promise<Outcome>;
+  verify(
+    accountId: string,
+    email: string,
+    method: 'quick' | 'standard',
+    requestId: string,
+  ): Promise<Outcome>;
+  changePlan(accountId: string, plan: PlanName): Promise<Outcome>;
+  state(
+    accountId: string,
+  ): Promise<{ balance: CreditBalance; entries: LedgerEntry[]; plan: string }>;
+}
+
+export type Outcome = { ok: true; charged?: number } | { ok: false; code: string };
+
+export function ledgerSystem(service: Service): LedgerSystem {
+  const outcome = async (work: () => Promise<{ charged?: number } | unknown>): Promise<Outcome> => {
+    try {
+      const result = (await work()) as { charged?: number };
+      return result?.charged === undefined ? { ok: true } : { ok: true, charged: result.charged };
+    } catch (error) {
+      if (error instanceof ServiceError) return { ok: false, code: error.code };
+      throw error;
+    }
+  };
+  return {
+    async setup() {
+      return (
+        await service.admin.createAccount({
+          email: MODEL_ACCOUNT_EMAIL,
+          credits: MODEL_START_CREDITS,
+        })
+      ).id;
+    },
+    ledger: (accountId, request) => outcome(() => service.admin.applyLedger(accountId, request)),
+    verify: (accountId, email, method, requestId) =>
+      outcome(() => service.verify({ accountId }, email, { method, requestId })),
+    changePlan: (accountId, plan) => outcome(() => service.admin.changePlan(accountId, plan)),
+    async state(accountId) {
+      const account = await service.admin.getAccount(accountId);
+      return {
+        balance: account.credits,
+        entries: [...(await service.admin.ledger(accountId))],
+        plan: account.plan,
+      };
+    },
+  };
+}
+
+/** The service the model drives: example.org answers, slow-dns.org times out (a refund). */
+export function modelService(store: Store): Service {
+  const dns = createMemoryDns({
+    'example.org': ['mx.example.org'],
+    'slow-dns.org': { kind: 'failure', code: 'timeout' },
+  });
+  return createService({ engine: createEngine({ dns }), store });
+}
