@@ -10,6 +10,7 @@ import emailValidator from 'email-validator';
 import validator from 'validator';
 import { createEngine, parseAddress } from '../src/index.js';
 import { generateCorpus } from './corpus.js';
+import { printServiceTable, serviceBench } from './service.js';
 import { printSmtpTable, smtpBench } from './smtp.js';
 
 const SIZE = Number(process.env.BENCH_SIZE ?? 200_000);
@@ -159,6 +160,9 @@ console.log(`| node -e 0 | ${bare.ms.toFixed(1)} | ${bare.rssMb.toFixed(1)} |`);
 console.log(
   `| import mailverdict + first standard verdict (offline) | ${first.ms.toFixed(1)} | ${first.rssMb.toFixed(1)} |`,
 );
+
+// The service core around the engine, on memory and SQLite.
+printServiceTable(await serviceBench(corpus));
 
 // SMTP: session reuse against one connection per address, on loopback smtp-server.
 printSmtpTable(await smtpBench());
