@@ -121,7 +121,7 @@ export interface ServiceVerifyOptions {
    * Makes a retry safe: the same id reserves and settles under the same ledger references,
    * so a request retried after a lost answer is verified again but charged once.
    */
-  readonly requestId?: string;
+  readonly requestId?: string | undefined;
 }
 
 export interface ServiceVerifyResult {
