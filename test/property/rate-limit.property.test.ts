@@ -1,0 +1,125 @@
+import fc from 'fast-check';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Store } from '../../src/ports/store.js';
+import { PLANS, type PlanName } from '../../src/service/plans.js';
+import type { ServiceError } from '../../src/service/service-error.js';
+import { createSqliteStore } from '../../src/sqlite.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { fcParams } from '../helpers/fast-check.js';
+import { fixture } from '../service/helpers.js';
+
+/**
+ * The rate limiter against a model of fixed windows (DESIGN 5.2): bursts of concurrent
+ * requests at random moments; each burst admits exactly what the model says, and the
+ * X-RateLimit figures (remaining, reset) match the model's minute window.
+ */
+
+interface Window {
+  start: number;
+  count: number;
+}
+
+class WindowModel {
+  private window: Window | undefined;
+  constructor(private readonly lengthMs: number) {}
+  /** Counts one request at `now`; returns the count and the window's end. */
+  hit(now: number): { count: number; resetAt: number } {
+    if (this.window === undefined || now >= this.window.start + this.lengthMs) {
+      this.window = { start: now, count: 0 };
+    }
+    this.window.count++;
+    return { count: this.window.count, resetAt: this.window.start + this.lengthMs };
+  }
+}
+
+const schedule = fc.array(
+  fc.record({
+    // From a moment later to past a day, so that both windows roll over now and then.
+    advanceMs: fc.oneof(
+      fc.integer({ min: 0, max: 2_000 }),
+      fc.integer({ min: 1_000, max: 70_000 }),
+      fc.constant(86_400_000),
+    ),
+    burst: fc.integer({ min: 1, max: 25 }),
+  }),
+  { minLength: 1, maxLength: 25 },
+);
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const stores: [string, () => Store][] = [
+  ['memory', () => createMemoryStore()],
+  ['sqlite', () => createSqliteStore(':memory:')],
+];
+
+describe.each(stores)(
+  'rate limiter on %s, against a model of fixed windows',
+  (_name, makeStore) => {
+    it('admits per burst exactly what the model admits, with its remaining and reset', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom<PlanName>('free', 'starter'),
+          schedule,
+          async (planName, steps) => {
+            vi.useFakeTimers({ toFake: ['Date'] });
+            let now = 1_800_000_000_000;
+            vi.setSystemTime(now);
+            const { service, secret } = await fixture({
+              store: makeStore(),
+              account: { plan: planName },
+            });
+            const plan = PLANS[planName];
+            const minute = new WindowModel(60_000);
+            const day = new WindowModel(86_400_000);
+            try {
+              for (const { advanceMs, burst } of steps) {
+                now += advanceMs;
+                vi.setSystemTime(now);
+                const expected = Array.from({ length: burst }, () => {
+                  const m = minute.hit(now);
+                  if (m.count > plan.perMinute) return { admitted: false, minute: m };
+                  const d = day.hit(now);
+                  return { admitted: d.count <= plan.perDay, minute: m };
+                });
+                const outcomes = await Promise.allSettled(
+                  Array.from({ length: burst }, () =>
+                    service.authenticate({ apiKey: secret, endpoint: 'verify' }),
+                  ),
+                );
+                const admitted = outcomes.filter((o) => o.status === 'fulfilled');
+                expect(admitted).toHaveLength(expected.filter((e) => e.admitted).length);
+                const figures = admitted
+                  .map((o) => (o as PromiseFulfilledResult<{ rateLimit: object }>).value.rateLimit)
+                  .sort(
+                    (a, b) =>
+                      (b as { remaining: number }).remaining -
+                      (a as { remaining: number }).remaining,
+                  );
+                expect(figures).toEqual(
+                  expected
+                    .filter((e) => e.admitted)
+                    .map((e) => ({
+                      limit: plan.perMinute,
+                      remaining: Math.max(plan.perMinute - e.minute.count, 0),
+                      resetAt: e.minute.resetAt,
+                    })),
+                );
+                for (const outcome of outcomes) {
+                  if (outcome.status === 'rejected') {
+                    expect((outcome.reason as ServiceError).code).toBe('rate_limit_exceeded');
+                  }
+                }
+              }
+            } finally {
+              await service.store.close();
+              vi.useRealTimers();
+            }
+          },
+        ),
+        fcParams({ numRuns: 40 }),
+      );
+    }, 120_000);
+  },
+);
