@@ -86,13 +86,8 @@ export type AccountRef = Pick<Caller, 'accountId'>;
 /** A key as listed: everything but its hash. */
 export type KeyInfo = Omit<KeyRecord, 'hash' | 'accountId'>;
 
-export interface AccountInfo {
-  readonly id: string;
-  readonly email: string;
-  readonly plan: PlanName;
-  readonly billingAnchorDay: number;
-  readonly webhookSecret: string;
-  readonly createdAt: number;
+/** An account with its credit balances. */
+export interface AccountInfo extends AccountRecord {
   readonly credits: CreditBalance;
 }
 

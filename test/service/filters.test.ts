@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
-import { ServiceError } from '../../src/service/service-error.js';
 import { createMemorySmtp } from '../../src/smtp/memory-smtp.js';
-import { countingDns, countingSmtp, fixture } from './helpers.js';
-
-async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ServiceError);
-  return error as ServiceError;
-}
+import { countingDns, countingSmtp, fixture, refusal } from './helpers.js';
 
 describe('filters: create, list, delete', () => {
   it('normalizes values with the engine parser: emails, IDN domains, IPs and CIDR ranges', async () => {

@@ -1,8 +1,10 @@
+import { expect } from 'vitest';
 import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
 import type { Dns } from '../../src/ports/dns.js';
 import type { SmtpProber } from '../../src/ports/smtp.js';
 import type { Store } from '../../src/ports/store.js';
 import { createService, type NewAccount, type Service } from '../../src/service/service.js';
+import { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 
 export interface Fixture {
@@ -59,4 +61,14 @@ export function countingSmtp(inner: SmtpProber): SmtpProber & { calls: string[] 
       return inner.probe(request, signal);
     },
   };
+}
+
+/** The ServiceError a promise rejects with (failing the test if it resolves or throws else). */
+export async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ServiceError);
+  return error as ServiceError;
 }

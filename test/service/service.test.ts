@@ -4,21 +4,11 @@ import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createService } from '../../src/service/service.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import { fixture } from './helpers.js';
+import { fixture, refusal } from './helpers.js';
 
 afterEach(() => {
   vi.useRealTimers();
 });
-
-/** The ServiceError a promise rejects with. */
-async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ServiceError);
-  return error as ServiceError;
-}
 
 describe('accounts', () => {
   it('creates an account with its credits, plan, anchor day and webhook secret', async () => {
