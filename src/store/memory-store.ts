@@ -1,4 +1,3 @@
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type {
   AccountRecord,
   CreditBalance,
@@ -184,13 +183,14 @@ export function createMemoryStore(): Store {
       const id = `${name}:${windowMs}`;
       let counter = counters.get(id);
       if (counter === undefined) {
-        counter = rateCounterOver(
-          new RateLimiterMemory({
+        counter = rateCounterOver(async () => {
+          const { RateLimiterMemory } = await import('rate-limiter-flexible');
+          return new RateLimiterMemory({
             keyPrefix: name,
             points: UNLIMITED_POINTS,
             duration: windowMs / 1000,
-          }),
-        );
+          });
+        });
         counters.set(id, counter);
       }
       return counter;

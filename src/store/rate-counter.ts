@@ -12,15 +12,21 @@ export const UNLIMITED_POINTS = Number.MAX_SAFE_INTEGER;
  * A RateCounter over a rate-limiter-flexible limiter. The library's increment is atomic in
  * every backend (a Map in memory, one upsert with RETURNING in SQLite), which is what makes
  * "exactly L of N concurrent requests" hold. Its windows run on the system clock (Date.now).
+ * The limiter may be given as a factory, built on first use: loading rate-limiter-flexible
+ * costs a fresh process about 9 MB, which an engine-only user should not pay.
  */
-export function rateCounterOver(limiter: RateLimiterAbstract): RateCounter {
+export function rateCounterOver(
+  limiter: RateLimiterAbstract | (() => Promise<RateLimiterAbstract>),
+): RateCounter {
+  let ready: Promise<RateLimiterAbstract> | undefined;
+  const use = () => (typeof limiter === 'function' ? (ready ??= limiter()) : limiter);
   return {
     async hit(key) {
-      const res = await limiter.consume(key, 1);
+      const res = await (await use()).consume(key, 1);
       return countOf(res.consumedPoints, res.msBeforeNext);
     },
     async peek(key) {
-      const res = await limiter.get(key);
+      const res = await (await use()).get(key);
       return res === null ? countOf(0, 0) : countOf(res.consumedPoints, res.msBeforeNext);
     },
   };
