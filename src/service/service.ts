@@ -310,7 +310,11 @@ export function createService(options: ServiceOptions): Service {
       }
     }
     const ranges = (
-      await store.listFilters(accountId, { type: 'ip_address', offset: 0, limit: 10_000 })
+      await store.listFilters(accountId, {
+        type: 'ip_address',
+        offset: 0,
+        limit: Number.MAX_SAFE_INTEGER,
+      })
     ).filters;
     if (ranges.length === 0) return undefined;
     const ips = parsed.domainLiteral
