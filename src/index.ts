@@ -22,16 +22,8 @@ export type { Reason, Verdict } from './engine/verdict.js';
 export { TEST_ADDRESSES } from './engine/test-addresses.js';
 export { providerOf } from './engine/provider.js';
 export * from './format/shapes.js';
-export type { Clock, Dns, DnsFailureCode, MxAnswer, MxHost } from './ports/index.js';
+export type * from './ports/index.js';
 export { systemClock } from './ports/index.js';
-export type {
-  ProbeAnswer,
-  ProbeClass,
-  ProbeRecipient,
-  ProbeReport,
-  ProbeRequest,
-  SmtpProber,
-} from './ports/index.js';
 export { createNodeDns, DNS_DEADLINE_MS } from './adapters/node-dns.js';
 export {
   createNodeSmtp,
@@ -96,4 +88,3 @@ export type { LedgerOutcome, LedgerRequest } from './service/ledger.js';
 export { createMemoryStore } from './store/memory-store.js';
 export { StoreError } from './store/store-error.js';
 export type { StoreErrorCode } from './store/store-error.js';
-export type * from './ports/store.js';

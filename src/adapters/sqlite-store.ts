@@ -10,7 +10,7 @@ import type {
   ReservationState,
   Store,
 } from '../ports/store.js';
-import { EMPTY_BALANCE, ledgerRequestProblem, planLedger } from '../service/ledger.js';
+import { applyLedgerRequest, EMPTY_BALANCE, type LedgerRequest } from '../service/ledger.js';
 import { rateCounterOver, UNLIMITED_POINTS } from '../store/rate-counter.js';
 import { StoreError, type StoreErrorCode } from '../store/store-error.js';
 
@@ -116,63 +116,43 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
   const db = guard(() => openDatabase(path, options));
   const statements = guard(() => prepareStatements(db));
   const counters = new Map<string, RateCounter>();
+  const inTransaction = <T>(work: () => T): T => db.transaction(work).immediate();
 
-  const applyLedger = db.transaction(
-    (accountId: string, request: Parameters<Store['applyLedger']>[1], at: number) => {
-      const balanceRow = statements.balance.get(accountId) as CreditBalance | undefined;
-      if (balanceRow === undefined) throw new StoreError('not_found', `No account ${accountId}.`);
-      const reservationRef = 'reservation' in request ? request.reservation : undefined;
-      const plan = planLedger(
-        accountId,
-        request,
-        {
-          balance: balanceRow,
-          existing: entryFrom(statements.entryByRef.get(accountId, request.ref)),
-          reservation:
-            reservationRef === undefined
-              ? undefined
-              : (statements.reservation.get(accountId, reservationRef) as
-                  ReservationState | undefined),
-        },
-        at,
-      );
-      if ('replay' in plan) {
-        return { ok: true as const, entry: plan.replay, balance: balanceRow, replayed: true };
-      }
-      if (!('write' in plan)) return plan;
-      const { entry, balance, reservation } = plan.write;
-      const inserted = statements.insertEntry.run(
-        accountId,
-        entry.ref,
-        entry.kind,
-        entry.amount,
-        entry.delta,
-        entry.reservation,
-        entry.note,
-        entry.createdAt,
-      );
-      if (reservation !== undefined) {
-        statements.upsertReservation.run(
+  const applyLedger = db.transaction((accountId: string, request: LedgerRequest, at: number) =>
+    applyLedgerRequest(accountId, request, at, {
+      balance: () => statements.balance.get(accountId) as CreditBalance | undefined,
+      entry: (ref) => entryFrom(statements.entryByRef.get(accountId, ref)),
+      reservation: (ref) =>
+        statements.reservation.get(accountId, ref) as ReservationState | undefined,
+      write({ entry, balance, reservation }) {
+        const inserted = statements.insertEntry.run(
           accountId,
-          reservation.ref,
-          reservation.held,
-          reservation.charged,
+          entry.ref,
+          entry.kind,
+          entry.amount,
+          entry.delta,
+          entry.reservation,
+          entry.note,
+          entry.createdAt,
         );
-      }
-      statements.setBalance.run(
-        balance.available,
-        balance.reserved,
-        balance.used,
-        balance.total,
-        accountId,
-      );
-      return {
-        ok: true as const,
-        entry: { ...entry, seq: Number(inserted.lastInsertRowid) },
-        balance,
-        replayed: false,
-      };
-    },
+        if (reservation !== undefined) {
+          statements.upsertReservation.run(
+            accountId,
+            reservation.ref,
+            reservation.held,
+            reservation.charged,
+          );
+        }
+        statements.setBalance.run(
+          balance.available,
+          balance.reserved,
+          balance.used,
+          balance.total,
+          accountId,
+        );
+        return Number(inserted.lastInsertRowid);
+      },
+    }),
   ).immediate;
 
   return {
@@ -192,13 +172,16 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       return accountFrom(guard(() => statements.account.get(id)));
     },
     async updateAccount(id, changes) {
-      return guard(() => {
-        const current = accountFrom(statements.account.get(id));
-        if (current === undefined) return undefined;
-        const updated = { ...current, ...changes };
-        statements.updateAccount.run(updated.email, updated.plan, id);
-        return updated;
-      });
+      // Read and write in one transaction: another process's change is not lost between them.
+      return guard(() =>
+        inTransaction(() => {
+          const current = accountFrom(statements.account.get(id));
+          if (current === undefined) return undefined;
+          const updated = { ...current, ...changes };
+          statements.updateAccount.run(updated.email, updated.plan, id);
+          return updated;
+        }),
+      );
     },
 
     async insertKey(key) {
@@ -229,25 +212,25 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       return guard(() => statements.keysOf.all(accountId)).map((row) => keyFrom(row) as KeyRecord);
     },
     async updateKey(id, changes) {
-      return guard(() => {
-        const current = keyFrom(statements.key.get(id));
-        if (current === undefined) return undefined;
-        const updated = { ...current, ...changes };
-        statements.updateKey.run(
-          updated.name,
-          JSON.stringify(updated.allowedIps),
-          JSON.stringify(updated.trustedDomains),
-          updated.revokedAt,
-          updated.expiresAt,
-          id,
-        );
-        return updated;
-      });
+      return guard(() =>
+        inTransaction(() => {
+          const current = keyFrom(statements.key.get(id));
+          if (current === undefined) return undefined;
+          const updated = { ...current, ...changes };
+          statements.updateKey.run(
+            updated.name,
+            JSON.stringify(updated.allowedIps),
+            JSON.stringify(updated.trustedDomains),
+            updated.revokedAt,
+            updated.expiresAt,
+            id,
+          );
+          return updated;
+        }),
+      );
     },
 
     async applyLedger(accountId, request, at) {
-      const problem = ledgerRequestProblem(request);
-      if (problem !== undefined) throw new StoreError('invalid', problem);
       return guard(() => applyLedger(accountId, request, at));
     },
     async balance(accountId) {
@@ -287,6 +270,9 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       return guard(() => statements.deleteFilter.run(id, accountId).changes === 1);
     },
     async findFilters(accountId, type, values) {
+      if (values === undefined) {
+        return guard(() => statements.filtersOfType.all(accountId, type).map(filterFrom));
+      }
       if (values.length === 0) return [];
       return guard(() =>
         statements.findFilters.all(accountId, type, JSON.stringify(values)).map(filterFrom),
@@ -298,15 +284,16 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       let counter = counters.get(id);
       if (counter === undefined) {
         const inner = rateCounterOver(
-          new RateLimiterSQLite({
-            storeClient: db,
-            storeType: 'better-sqlite3',
-            tableName: 'rate_limits',
-            tableCreated: true,
-            keyPrefix: name,
-            points: UNLIMITED_POINTS,
-            duration: windowMs / 1000,
-          }),
+          async () =>
+            new RateLimiterSQLite({
+              storeClient: db,
+              storeType: 'better-sqlite3',
+              tableName: 'rate_limits',
+              tableCreated: true,
+              keyPrefix: name,
+              points: UNLIMITED_POINTS,
+              duration: windowMs / 1000,
+            }),
         );
         counter = {
           hit: (key) => guardAsync(() => inner.hit(key)),
@@ -412,6 +399,9 @@ function prepareStatements(db: Database.Database) {
        ORDER BY seq LIMIT ? OFFSET ?`,
     ),
     deleteFilter: db.prepare('DELETE FROM filters WHERE id = ? AND account_id = ?'),
+    filtersOfType: db.prepare(
+      'SELECT * FROM filters WHERE account_id = ? AND type = ? ORDER BY seq',
+    ),
     findFilters: db.prepare(
       `SELECT * FROM filters WHERE account_id = ? AND type = ?
          AND value IN (SELECT value FROM json_each(?)) ORDER BY seq`,

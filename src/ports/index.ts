@@ -9,3 +9,4 @@ export type {
   ProbeRequest,
   SmtpProber,
 } from './smtp.js';
+export type * from './store.js';

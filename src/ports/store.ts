@@ -145,11 +145,11 @@ export interface Store {
     query: { type?: FilterType; offset: number; limit: number },
   ): Promise<FilterPage>;
   deleteFilter(accountId: string, id: string): Promise<boolean>;
-  /** Filters of `type` whose value is one of `values`. */
+  /** Filters of `type` whose value is one of `values`; all of that type (oldest first) without. */
   findFilters(
     accountId: string,
     type: FilterType,
-    values: readonly string[],
+    values?: readonly string[],
   ): Promise<readonly FilterRecord[]>;
 
   /** A counter for one window length; counters with the same name share their counts. */

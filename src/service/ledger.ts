@@ -1,4 +1,5 @@
 import type { CreditBalance, LedgerEntry, ReservationState } from '../ports/store.js';
+import { StoreError } from '../store/store-error.js';
 
 /**
  * One request to the credits ledger (DESIGN 5.3). Every request carries a reference unique
@@ -63,12 +64,23 @@ export type LedgerOutcome =
     }
   | LedgerRefusal;
 
-/** What a store reads, inside its transaction, before applying a request. */
-export interface LedgerSnapshot {
+/**
+ * One account's side of a store, read and written inside the store's transaction: what
+ * `applyLedgerRequest` needs to decide a request and file it.
+ */
+export interface LedgerBook {
+  /** The account's balance, or undefined when there is no such account. */
+  balance(): CreditBalance | undefined;
+  /** The entry filed under `ref`, if any. */
+  entry(ref: string): LedgerEntry | undefined;
+  reservation(ref: string): ReservationState | undefined;
+  /** Files the entry, the reservation and the balance together; returns the entry's seq. */
+  write(write: LedgerWrite): number;
+}
+
+interface LedgerSnapshot {
   readonly balance: CreditBalance;
-  /** The entry already filed under the request's reference, if any. */
   readonly existing: LedgerEntry | undefined;
-  /** The reservation the request names (settle/release/refund), if it exists. */
   readonly reservation: ReservationState | undefined;
 }
 
@@ -91,11 +103,41 @@ export const EMPTY_BALANCE: CreditBalance = Object.freeze({
 export const MAX_LEDGER_AMOUNT = 1_000_000_000_000;
 
 /**
- * Decides one ledger request against the state a store read: the pure heart of the ledger,
- * shared by every store so that memory and SQLite cannot disagree. The caller validates the
- * request's shape first (`ledgerRequestProblem`).
+ * Applies one ledger request to an account's book: the whole of the ledger's rules, shared by
+ * every store so that memory and SQLite cannot disagree. Stores call it synchronously inside
+ * their transaction. A malformed request or an unknown account throws a StoreError before
+ * anything is read or written.
  */
-export function planLedger(
+export function applyLedgerRequest(
+  accountId: string,
+  request: LedgerRequest,
+  at: number,
+  book: LedgerBook,
+): LedgerOutcome {
+  const problem = ledgerRequestProblem(request);
+  if (problem !== undefined) throw new StoreError('invalid', problem);
+  const balance = book.balance();
+  if (balance === undefined) throw new StoreError('not_found', `No account ${accountId}.`);
+  const reservation = 'reservation' in request ? book.reservation(request.reservation) : undefined;
+  const plan = planLedger(
+    accountId,
+    request,
+    { balance, existing: book.entry(request.ref), reservation },
+    at,
+  );
+  if ('replay' in plan) return { ok: true, entry: plan.replay, balance, replayed: true };
+  if (!('write' in plan)) return plan;
+  const seq = book.write(plan.write);
+  return {
+    ok: true,
+    entry: { ...plan.write.entry, seq },
+    balance: plan.write.balance,
+    replayed: false,
+  };
+}
+
+/** Decides one well-formed request against what the book holds. */
+function planLedger(
   accountId: string,
   request: LedgerRequest,
   snapshot: LedgerSnapshot,
@@ -211,11 +253,8 @@ function sameRequest(existing: LedgerEntry, request: LedgerRequest): boolean {
   return request.amount === undefined || request.amount === existing.amount;
 }
 
-/**
- * What is wrong with a request's shape, naming the field, or undefined when it is sound.
- * Stores call it before any write, so nothing invalid is ever filed.
- */
-export function ledgerRequestProblem(request: LedgerRequest): string | undefined {
+/** What is wrong with a request's shape, naming the field, or undefined when it is sound. */
+function ledgerRequestProblem(request: LedgerRequest): string | undefined {
   if (typeof request !== 'object' || request === null)
     return 'the ledger request must be an object';
   if (!['grant', 'reserve', 'settle', 'release', 'refund'].includes(request.kind)) {

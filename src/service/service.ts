@@ -4,6 +4,7 @@ import { FILTER_VERDICTS, fixedVerdict } from '../engine/fixed-verdict.js';
 import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import { testAddressVerdict } from '../engine/test-addresses.js';
 import { UNKNOWN_REASONS, type Verdict } from '../engine/verdict.js';
+import { optional } from '../optional.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type {
   AccountRecord,
@@ -309,13 +310,7 @@ export function createService(options: ServiceOptions): Service {
         if (match !== undefined) return match.action;
       }
     }
-    const ranges = (
-      await store.listFilters(accountId, {
-        type: 'ip_address',
-        offset: 0,
-        limit: Number.MAX_SAFE_INTEGER,
-      })
-    ).filters;
+    const ranges = await store.findFilters(accountId, 'ip_address');
     if (ranges.length === 0) return undefined;
     const ips = parsed.domainLiteral
       ? [literalIp(parsed.asciiDomain)].filter((ip) => ip !== undefined)
@@ -380,7 +375,7 @@ export function createService(options: ServiceOptions): Service {
     getAccount: (accountId) => answering(async () => accountInfo(await accountOf(accountId))),
     changePlan: (accountId, plan) =>
       answering(async () => {
-        await accountOf(accountId);
+        requireText(accountId, 'account_id');
         if (!isPlanName(plan))
           throw invalidRequest('plan', `plan must be one of ${PLAN_NAMES.join(', ')}`);
         const updated = await store.updateAccount(accountId, { plan });
@@ -389,28 +384,28 @@ export function createService(options: ServiceOptions): Service {
       }),
     grantCredits: (accountId, amount, grant = {}) =>
       answering(async () => {
-        await accountOf(accountId);
+        requireText(accountId, 'account_id');
         return ledger(accountId, {
           kind: 'grant',
           ref: grant.ref ?? newId('grant'),
           amount: requireInteger(amount, 'amount', 1, 1_000_000_000_000),
-          ...(grant.note === undefined ? {} : { note: grant.note }),
+          ...optional('note', grant.note),
         });
       }),
     refund: (accountId, input) =>
       answering(async () => {
-        await accountOf(accountId);
+        requireText(accountId, 'account_id');
         return ledger(accountId, {
           kind: 'refund',
           ref: input.ref ?? newId('refund'),
           reservation: requireText(input.reservation, 'reservation'),
-          ...(input.amount === undefined ? {} : { amount: input.amount }),
-          ...(input.note === undefined ? {} : { note: input.note }),
+          ...optional('amount', input.amount),
+          ...optional('note', input.note),
         });
       }),
     applyLedger: (accountId, request) =>
       answering(async () => {
-        await accountOf(accountId);
+        requireText(accountId, 'account_id');
         return ledger(accountId, request);
       }),
     ledger: (accountId, page) =>
@@ -512,9 +507,12 @@ export function createService(options: ServiceOptions): Service {
         const { signal } = verifyOptions;
         const parsed = engine.parse(email);
         if (parsed.ok) {
-          if (testAddressVerdict(parsed) !== undefined) {
+          const fixed = testAddressVerdict(parsed);
+          if (fixed !== undefined) {
+            // The engine's own answer for a test address, without parsing it a second time.
+            if (signal?.aborted) throw signal.reason;
             return {
-              verdict: await engine.verify(email, { method, ...withSignal(signal) }),
+              verdict: fixedVerdict(email, parsed, method, fixed, 'test_address'),
               charged: 0,
             };
           }
@@ -539,7 +537,7 @@ export function createService(options: ServiceOptions): Service {
         });
         let verdict: Verdict;
         try {
-          verdict = await engine.verify(email, { method, ...withSignal(signal) });
+          verdict = await engine.verify(email, { method, ...optional('signal', signal) });
         } catch (error) {
           // Aborted or failed: nothing was learned, nothing is charged.
           await close({ kind: 'release', ref: `${reservation}:release`, reservation });
@@ -648,7 +646,7 @@ export function createService(options: ServiceOptions): Service {
           MAX_FILTERS_PER_PAGE,
         );
         const found = await store.listFilters(caller.accountId, {
-          ...(query.type === undefined ? {} : { type: query.type }),
+          ...optional('type', query.type),
           offset: (page - 1) * perPage,
           limit: perPage,
         });
@@ -773,44 +771,30 @@ function mostSpecificRange(
 }
 
 function receiptOf(outcome: LedgerOutcome): LedgerReceipt {
-  if (outcome.ok)
+  if (outcome.ok) {
     return { entry: outcome.entry, balance: outcome.balance, replayed: outcome.replayed };
+  }
   switch (outcome.code) {
     case 'insufficient_credits':
-      return fail(
-        new ServiceError(
-          'insufficient_credits',
-          `Not enough credits: ${outcome.needed} needed, ${outcome.available} available.`,
-          { needed: outcome.needed, available: outcome.available },
-        ),
+      throw new ServiceError(
+        'insufficient_credits',
+        `Not enough credits: ${outcome.needed} needed, ${outcome.available} available.`,
+        { needed: outcome.needed, available: outcome.available },
       );
     case 'unknown_reservation':
-      return fail(
-        new ServiceError('not_found', `No reservation ${outcome.reservation}.`, {
-          field: 'reservation',
-        }),
-      );
+      throw new ServiceError('not_found', `No reservation ${outcome.reservation}.`, {
+        field: 'reservation',
+      });
     case 'exceeds_reservation':
-      return fail(
-        invalidRequest('amount', `amount exceeds what the reservation holds (${outcome.limit})`),
+      throw invalidRequest(
+        'amount',
+        `amount exceeds what the reservation holds (${outcome.limit})`,
       );
     case 'reference_conflict':
-      return fail(
-        new ServiceError(
-          'conflict',
-          `Reference ${outcome.existing.ref} was used for a different request.`,
-          {
-            ref: outcome.existing.ref,
-          },
-        ),
+      throw new ServiceError(
+        'conflict',
+        `Reference ${outcome.existing.ref} was used for a different request.`,
+        { ref: outcome.existing.ref },
       );
   }
-}
-
-function fail(error: ServiceError): never {
-  throw error;
-}
-
-function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {
-  return signal === undefined ? {} : { signal };
 }

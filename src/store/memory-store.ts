@@ -8,7 +8,7 @@ import type {
   ReservationState,
   Store,
 } from '../ports/store.js';
-import { EMPTY_BALANCE, ledgerRequestProblem, planLedger } from '../service/ledger.js';
+import { applyLedgerRequest, EMPTY_BALANCE } from '../service/ledger.js';
 import { rateCounterOver, UNLIMITED_POINTS } from './rate-counter.js';
 import { StoreError } from './store-error.js';
 
@@ -105,34 +105,22 @@ export function createMemoryStore(): Store {
     },
 
     async applyLedger(accountId, request, at) {
-      const found = book(accountId);
-      if (found === undefined) throw new StoreError('not_found', `No account ${accountId}.`);
-      const problem = ledgerRequestProblem(request);
-      if (problem !== undefined) throw new StoreError('invalid', problem);
-      const reservationRef = 'reservation' in request ? request.reservation : undefined;
-      const plan = planLedger(
-        accountId,
-        request,
-        {
-          balance: found.balance,
-          existing: found.byRef.get(request.ref),
-          reservation:
-            reservationRef === undefined ? undefined : found.reservations.get(reservationRef),
+      open();
+      const found = books.get(accountId);
+      return applyLedgerRequest(accountId, request, at, {
+        balance: () => found?.balance,
+        entry: (ref) => found?.byRef.get(ref),
+        reservation: (ref) => found?.reservations.get(ref),
+        write({ entry, balance, reservation }) {
+          const filed: LedgerEntry = { ...entry, seq: ++seq };
+          const account = found as AccountBook;
+          account.entries.push(filed);
+          account.byRef.set(filed.ref, filed);
+          if (reservation !== undefined) account.reservations.set(reservation.ref, reservation);
+          account.balance = balance;
+          return filed.seq;
         },
-        at,
-      );
-      if ('replay' in plan) {
-        return { ok: true, entry: plan.replay, balance: found.balance, replayed: true };
-      }
-      if (!('write' in plan)) return plan;
-      const entry: LedgerEntry = { ...plan.write.entry, seq: ++seq };
-      found.entries.push(entry);
-      found.byRef.set(entry.ref, entry);
-      if (plan.write.reservation !== undefined) {
-        found.reservations.set(plan.write.reservation.ref, plan.write.reservation);
-      }
-      found.balance = plan.write.balance;
-      return { ok: true, entry, balance: found.balance, replayed: false };
+      });
     },
     async balance(accountId) {
       return book(accountId)?.balance ?? EMPTY_BALANCE;
@@ -170,6 +158,9 @@ export function createMemoryStore(): Store {
     },
     async findFilters(accountId, type, values) {
       open();
+      if (values === undefined) {
+        return [...filters.values()].filter((f) => f.accountId === accountId && f.type === type);
+      }
       const found: FilterRecord[] = [];
       for (const value of values) {
         const id = filterIdByValue.get(filterKey(accountId, type, value));

@@ -12,14 +12,12 @@ export const UNLIMITED_POINTS = Number.MAX_SAFE_INTEGER;
  * A RateCounter over a rate-limiter-flexible limiter. The library's increment is atomic in
  * every backend (a Map in memory, one upsert with RETURNING in SQLite), which is what makes
  * "exactly L of N concurrent requests" hold. Its windows run on the system clock (Date.now).
- * The limiter may be given as a factory, built on first use: loading rate-limiter-flexible
- * costs a fresh process about 9 MB, which an engine-only user should not pay.
+ * The limiter is built on first use: loading rate-limiter-flexible costs a fresh process about
+ * 9 MB, which an engine-only user should not pay.
  */
-export function rateCounterOver(
-  limiter: RateLimiterAbstract | (() => Promise<RateLimiterAbstract>),
-): RateCounter {
+export function rateCounterOver(limiter: () => Promise<RateLimiterAbstract>): RateCounter {
   let ready: Promise<RateLimiterAbstract> | undefined;
-  const use = () => (typeof limiter === 'function' ? (ready ??= limiter()) : limiter);
+  const use = () => (ready ??= limiter());
   return {
     async hit(key) {
       const res = await (await use()).consume(key, 1);

@@ -240,6 +240,14 @@ export function storeContract(name: string, makeStore: () => Store | Promise<Sto
         const found = await store.findFilters('acct_a', 'domain', ['d1.test', 'd4.test', 'x.test']);
         expect(found.map((f) => f.id).sort()).toEqual(['flt_1', 'flt_4']);
         expect(await store.findFilters('acct_a', 'email', [])).toEqual([]);
+        expect((await store.findFilters('acct_a', 'email')).map((f) => f.id)).toEqual(['flt_x']);
+        expect((await store.findFilters('acct_a', 'domain')).map((f) => f.id)).toEqual([
+          'flt_0',
+          'flt_1',
+          'flt_2',
+          'flt_3',
+          'flt_4',
+        ]);
 
         expect(await store.deleteFilter('acct_b', 'flt_1')).toBe(false);
         expect(await store.deleteFilter('acct_a', 'flt_1')).toBe(true);
