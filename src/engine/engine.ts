@@ -6,15 +6,7 @@ import {
 } from '../address/parse.js';
 import { createNodeDns, type NodeDnsOptions } from '../adapters/node-dns.js';
 import { createNodeSmtp, type NodeSmtpOptions } from '../adapters/node-smtp.js';
-import type {
-  AddressFacts,
-  CheckPorts,
-  CheckResult,
-  Checker,
-  Finding,
-  MxFacts,
-  RiskFactor,
-} from '../checks/checker.js';
+import type { AddressFacts, CheckPorts, CheckResult, Checker, MxFacts } from '../checks/checker.js';
 import { syntaxFinding } from '../checks/syntax.js';
 import { createCachedDns } from '../dns/cached-dns.js';
 import { offlineDns } from '../dns/offline-dns.js';
@@ -33,10 +25,10 @@ import {
   type MethodName,
 } from './methods.js';
 import { providerOf } from './provider.js';
-import { DELIVERABLE_CEILING, RISKY_BASE, score, type Evidence, type State } from './score.js';
+import { FindingPath, type Outcome } from './outcome.js';
 import { fixedVerdict } from './fixed-verdict.js';
 import { testAddressVerdict } from './test-addresses.js';
-import { decide, UNKNOWN_REASONS, type Reason, type Verdict } from './verdict.js';
+import type { Verdict } from './verdict.js';
 
 export interface EngineOptions {
   /**
@@ -131,6 +123,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const smtpChecks = optional('greylistRetryMs', options.greylistRetryMs);
   const methods = buildMethods({ ...defaultCheckers(smtpChecks), ...options.checkers });
   const parseOptions = options.parse;
+  const context: EngineContext = { ports, clock, parseOptions, paths: FindingPath.root() };
 
   function methodOf(name: MethodName = 'standard'): Method {
     // hasOwn, not `in`: 'toString' must be as unknown as 'deep'.
@@ -155,7 +148,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
           'verifySync needs an offline engine (offline: true) and a method without SMTP',
         );
       }
-      const verdict = run(address, method, ports, clock, parseOptions, undefined);
+      const verdict = run(address, method, context, undefined);
       if (verdict instanceof Promise) throw new TypeError('a checker did I/O during verifySync');
       return verdict;
     },
@@ -166,7 +159,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         const { signal } = verifyOptions;
         if (signal?.aborted) return Promise.reject(signal.reason as Error);
         const retry = verifyOptions.retryGreylisted === true;
-        const verdict = run(address, method, ports, clock, parseOptions, signal, retry);
+        const verdict = run(address, method, context, signal, retry);
         return verdict instanceof Promise ? verdict : Promise.resolve(verdict);
       } catch (error) {
         return Promise.reject(error as Error);
@@ -202,26 +195,34 @@ function requireString(address: unknown, caller: string): asserts address is str
   }
 }
 
+/** What every verification of one engine shares. */
+interface EngineContext {
+  readonly ports: CheckPorts;
+  readonly clock: Clock;
+  readonly parseOptions: ParseAddressOptions | undefined;
+  /** The start of the engine's trie of findings (outcome.ts). */
+  readonly paths: FindingPath;
+}
+
 /** One verification: parse once, then the method's checkers in order until one fails. */
 function run(
   input: string,
   method: Method,
-  ports: CheckPorts,
-  clock: Clock,
-  parseOptions: ParseAddressOptions | undefined,
+  context: EngineContext,
   signal: AbortSignal | undefined,
   retryGreylisted = false,
 ): Verdict | Promise<Verdict> {
-  const parsed = parseAddress(input, parseOptions);
-  const syntax = syntaxFinding(parsed);
-  if (!parsed.ok)
-    return buildVerdict(input, parsed, undefined, method, [syntax], SYNCHRONOUS, clock);
+  const parsed = parseAddress(input, context.parseOptions);
+  const syntax = context.paths.then(syntaxFinding(parsed));
+  if (!parsed.ok) {
+    return buildVerdict(input, parsed, undefined, method, syntax.outcome, SYNCHRONOUS, context);
+  }
   const fixed = testAddressVerdict(parsed);
   if (fixed !== undefined) return fixedVerdict(input, parsed, method.name, fixed, 'test_address');
   const facts: AddressFacts = retryGreylisted
     ? { input, parsed, retryGreylisted }
     : { input, parsed };
-  return runFrom(0, [syntax], facts, method, ports, signal, SYNCHRONOUS, clock);
+  return runFrom(0, syntax, facts, method, context, signal, SYNCHRONOUS);
 }
 
 /**
@@ -234,95 +235,39 @@ const SYNCHRONOUS = -1;
 /** Runs checkers from `index` on, synchronously until one returns a promise. */
 function runFrom(
   index: number,
-  findings: Finding[],
+  path: FindingPath,
   facts: AddressFacts,
   method: Method,
-  ports: CheckPorts,
+  context: EngineContext,
   signal: AbortSignal | undefined,
   started: number,
-  clock: Clock,
 ): Verdict | Promise<Verdict> {
   const { checkers } = method;
   for (let i = index; i < checkers.length; i++) {
-    const result: CheckResult = (checkers[i] as Checker).run(facts, ports, signal);
+    const result: CheckResult = (checkers[i] as Checker).run(facts, context.ports, signal);
     if (result instanceof Promise) {
-      const startedAt = started === SYNCHRONOUS ? clock.now() : started;
+      const startedAt = started === SYNCHRONOUS ? context.clock.now() : started;
       return result.then((finding) => {
-        findings.push(finding);
+        const next = path.then(finding);
         return finding.status === 'fail'
-          ? buildVerdict(facts.input, facts.parsed, facts.mx, method, findings, startedAt, clock)
-          : runFrom(i + 1, findings, facts, method, ports, signal, startedAt, clock);
+          ? verdictOf(facts, method, next, startedAt, context)
+          : runFrom(i + 1, next, facts, method, context, signal, startedAt);
       });
     }
-    findings.push(result);
+    path = path.then(result);
     if (result.status === 'fail') break;
   }
-  return buildVerdict(facts.input, facts.parsed, facts.mx, method, findings, started, clock);
+  return verdictOf(facts, method, path, started, context);
 }
 
-/** What the findings say about each flag: null where the check did not run or was skipped. */
-interface Flags {
-  disposable: boolean | null;
-  role: boolean | null;
-  free: boolean | null;
-  noReply: boolean | null;
-  catchAll: boolean | null;
-  mailboxFull: boolean | null;
-  mxPassed: boolean;
-  smtpPassed: boolean;
-}
-
-function readFindings(findings: readonly Finding[], factors: RiskFactor[]): Flags {
-  const flags: Flags = {
-    disposable: null,
-    role: null,
-    free: null,
-    noReply: null,
-    catchAll: null,
-    mailboxFull: null,
-    mxPassed: false,
-    smtpPassed: false,
-  };
-  for (const finding of findings) {
-    const { factor } = finding;
-    if (factor !== undefined && !factors.includes(factor)) factors.push(factor);
-    if (finding.status === 'skipped') continue;
-    switch (finding.check) {
-      case 'disposable':
-        flags.disposable = factor === 'disposable';
-        break;
-      case 'role':
-        flags.role = factor === 'role';
-        break;
-      case 'free_provider':
-        flags.free = factor === 'free';
-        break;
-      case 'no_reply':
-        flags.noReply = factor === 'no_reply';
-        break;
-      case 'catch_all':
-        flags.catchAll = factor === 'catch_all';
-        break;
-      case 'smtp':
-        flags.mailboxFull = factor === 'mailbox_full';
-        flags.smtpPassed = finding.status === 'pass';
-        break;
-      case 'mx':
-        flags.mxPassed = finding.status === 'pass';
-        break;
-    }
-  }
-  return flags;
-}
-
-function startingScore(state: State, reason: Reason, flags: Flags): number {
-  if (state === 'deliverable') {
-    const evidence: Evidence = flags.smtpPassed ? 'smtp' : flags.mxPassed ? 'dns' : 'offline';
-    return DELIVERABLE_CEILING[evidence];
-  }
-  if (state === 'undeliverable') return 0;
-  if (UNKNOWN_REASONS.has(reason)) return RISKY_BASE.unknown;
-  return reason === 'low_deliverability' ? RISKY_BASE.low_deliverability : RISKY_BASE.low_quality;
+function verdictOf(
+  facts: AddressFacts,
+  method: Method,
+  path: FindingPath,
+  started: number,
+  context: EngineContext,
+): Verdict {
+  return buildVerdict(facts.input, facts.parsed, facts.mx, method, path.outcome, started, context);
 }
 
 function buildVerdict(
@@ -330,22 +275,19 @@ function buildVerdict(
   parsed: ParseResult,
   mx: MxFacts | undefined,
   method: Method,
-  findings: readonly Finding[],
+  outcome: Outcome,
   started: number,
-  clock: Clock,
+  { clock }: EngineContext,
 ): Verdict {
-  const { state, reason } = decide(findings);
-  const riskFactors: RiskFactor[] = [];
-  const flags = readFindings(findings, riskFactors);
   const hosts = mx === undefined ? [] : mx.hosts.map((h) => h.exchange);
   const mxRecord = hosts[0] ?? null;
   return {
     email: parsed.ok ? parsed.address : input,
     input,
-    state,
-    reason,
-    score: score(state, startingScore(state, reason, flags), riskFactors),
-    riskFactors,
+    state: outcome.state,
+    reason: outcome.reason,
+    score: outcome.score,
+    riskFactors: outcome.riskFactors,
     method: method.name,
     user: parsed.ok ? parsed.local : null,
     domain: parsed.ok ? parsed.domain : null,
@@ -353,16 +295,16 @@ function buildVerdict(
     mxRecord,
     mxRecords: hosts,
     smtpProvider: providerOf(mxRecord),
-    disposable: flags.disposable,
-    role: flags.role,
-    free: flags.free,
-    noReply: flags.noReply,
-    catchAll: flags.catchAll,
-    mailboxFull: flags.mailboxFull,
+    disposable: outcome.disposable,
+    role: outcome.role,
+    free: outcome.free,
+    noReply: outcome.noReply,
+    catchAll: outcome.catchAll,
+    mailboxFull: outcome.mailboxFull,
     smtpUtf8: parsed.ok ? parsed.smtpUtf8 : false,
     testAddress: false,
     error: parsed.ok ? null : { code: parsed.code, message: parsed.message },
-    checks: findings,
+    checks: outcome.checks,
     duration: started === SYNCHRONOUS ? 0 : (clock.now() - started) / 1000,
   };
 }
