@@ -28,17 +28,19 @@ export const SPECIAL_USE_TLDS: ReadonlySet<string> = new Set([
   'internal',
 ]);
 
-// Lengths and first letters of the names above: most TLDs (com, net, de) differ in one of
-// the two, so the check needs no slice of the domain.
-const SPECIAL_USE_SHAPES: ReadonlySet<number> = new Set(
-  [...SPECIAL_USE_TLDS].map((tld) => tld.length * 128 + tld.charCodeAt(0)),
-);
+// Lengths and first letters of the names above, as bits: most TLDs (com, net, de) differ in
+// one of the two, so the check needs no slice of the domain and no hash.
+const SPECIAL_USE_SHAPES = new Uint8Array(16 * 128);
+for (const tld of SPECIAL_USE_TLDS) SPECIAL_USE_SHAPES[shapeOf(tld, 0)] = 1;
+
+function shapeOf(domain: string, start: number): number {
+  const length = domain.length - start;
+  return length < 16 ? length * 128 + (domain.charCodeAt(start) & 0x7f) : 0;
+}
 
 /** The special-use TLD that a lowercase ASCII domain's last label (from `start`) is, if any. */
 export function specialUseTldAt(domain: string, start: number): string | undefined {
-  if (!SPECIAL_USE_SHAPES.has((domain.length - start) * 128 + domain.charCodeAt(start))) {
-    return undefined;
-  }
+  if (SPECIAL_USE_SHAPES[shapeOf(domain, start)] !== 1) return undefined;
   const tld = domain.slice(start);
   return SPECIAL_USE_TLDS.has(tld) ? tld : undefined;
 }

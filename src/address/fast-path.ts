@@ -28,6 +28,11 @@ export function parseCommonAscii(
   let previousDot = true; // no leading dot
   for (; i < length; i++) {
     const code = input.charCodeAt(i);
+    // Lowercase letters first: most characters are, and a range test is cheaper than a table.
+    if (code >= 0x61 && code <= 0x7a) {
+      previousDot = false;
+      continue;
+    }
     if (code === 0x40) break;
     if (code === 0x2e) {
       if (previousDot) return undefined;
@@ -50,6 +55,10 @@ export function parseCommonAscii(
   for (i = domainStart; i <= length; i++) {
     if (i < length) {
       const code = input.charCodeAt(i);
+      if (code >= 0x61 && code <= 0x7a) {
+        lastKind = LOWER;
+        continue;
+      }
       if (code >= 0x80) return undefined;
       const kind = DOMAIN_CHAR[code] as number;
       if (kind === 0) return undefined;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseAddress, type ParseResult } from '../../src/address/parse.js';
 import type { ParseErrorCode } from '../../src/address/errors.js';
+import { SPECIAL_USE_TLDS } from '../../src/address/domain.js';
 
 function code(result: ParseResult): ParseErrorCode | 'ok' {
   return result.ok ? 'ok' : result.code;
@@ -119,6 +120,24 @@ describe('parseAddress: default profile', () => {
       'smtputf8_not_allowed',
     );
     expect(code(parseAddress('john@bücher.de', { allowSmtpUtf8: false }))).toBe('ok');
+  });
+
+  it('refuses every special-use TLD in any case, and only those', () => {
+    for (const tld of SPECIAL_USE_TLDS) {
+      expect(code(parseAddress(`user@host.${tld}`))).toBe('special_use_domain');
+      expect(code(parseAddress(`user@HOST.${tld.toUpperCase()}`))).toBe('special_use_domain');
+      // Same length and first letter, another name: a real (or possible) TLD.
+      const lookAlike = `${tld.slice(0, -1)}${tld.endsWith('z') ? 'y' : 'z'}`;
+      expect(code(parseAddress(`user@host.${lookAlike}`))).toBe('ok');
+      expect(code(parseAddress(`user@host.${tld}s`))).toBe('ok');
+    }
+    expect(code(parseAddress('user@host.abcdefghijklmnopqrst'))).toBe('ok');
+  });
+
+  it('splits at the last @-sign and reports any before it', () => {
+    expect(code(parseAddress('a@b@example.com'))).toBe('bad_character');
+    expect(code(parseAddress('ab@'))).toBe('empty_domain');
+    expect(code(parseAddress('@example.com'))).toBe('empty_local');
   });
 
   it('gives every failure a human message', () => {
