@@ -3,11 +3,17 @@
  * (RFC 5233 subaddressing), case-folded. `Sales+2024@x` is the sales role.
  */
 export function mailboxName(local: string): string {
-  const plus = local.indexOf('+');
-  const name = plus < 0 ? local : local.slice(0, plus);
-  for (let i = 0; i < name.length; i++) {
-    const code = name.charCodeAt(i);
-    if ((code >= 0x41 && code <= 0x5a) || code >= 0x80) return name.toLowerCase();
+  // One pass finds the `+` and whether anything needs folding (indexOf is a runtime call).
+  let end = local.length;
+  let fold = false;
+  for (let i = 0; i < local.length; i++) {
+    const code = local.charCodeAt(i);
+    if (code === 0x2b) {
+      end = i;
+      break;
+    }
+    if ((code >= 0x41 && code <= 0x5a) || code >= 0x80) fold = true;
   }
-  return name;
+  const name = end === local.length ? local : local.slice(0, end);
+  return fold ? name.toLowerCase() : name;
 }
