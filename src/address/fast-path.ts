@@ -52,36 +52,26 @@ export function parseCommonAscii(
   let tldStart = domainStart;
   let hasUpper = false;
   let lastKind = 0;
-  for (i = domainStart; i <= length; i++) {
-    if (i < length) {
-      const code = input.charCodeAt(i);
-      if (code >= 0x61 && code <= 0x7a) {
-        lastKind = LOWER;
-        continue;
-      }
-      if (code >= 0x80) return undefined;
-      const kind = DOMAIN_CHAR[code] as number;
-      if (kind === 0) return undefined;
-      if (kind === UPPER) hasUpper = true;
-      if (kind !== DOT) {
-        lastKind = kind;
-        continue;
-      }
+  for (i = domainStart; i < length; i++) {
+    const code = input.charCodeAt(i);
+    if (code >= 0x61 && code <= 0x7a) {
+      lastKind = LOWER;
+      continue;
     }
-    const labelLength = i - labelStart;
-    if (labelLength === 0 || labelLength > MAX_LABEL_OCTETS) return undefined;
-    if (input.charCodeAt(labelStart) === 0x2d || lastKind === HYPHEN) return undefined;
-    // "--" in positions 3-4: an A-label or a reserved R-LDH label, for the full parser.
-    if (
-      labelLength >= 4 &&
-      input.charCodeAt(labelStart + 2) === 0x2d &&
-      input.charCodeAt(labelStart + 3) === 0x2d
-    ) {
-      return undefined;
+    if (code >= 0x80) return undefined;
+    const kind = DOMAIN_CHAR[code] as number;
+    if (kind === 0) return undefined;
+    if (kind === UPPER) hasUpper = true;
+    if (kind !== DOT) {
+      lastKind = kind;
+      continue;
     }
+    if (!isPlainLabel(input, labelStart, i, lastKind)) return undefined;
     tldStart = labelStart;
     labelStart = i + 1;
   }
+  if (!isPlainLabel(input, labelStart, length, lastKind)) return undefined;
+  tldStart = labelStart;
 
   const local = input.slice(0, at);
   const domain = hasUpper ? input.slice(domainStart).toLowerCase() : input.slice(domainStart);
@@ -102,4 +92,20 @@ export function parseCommonAscii(
     domainLiteral: false,
     confusable: false,
   };
+}
+
+/**
+ * A label the fast path may take as it is: 1-63 characters, no hyphen at either end, and no
+ * "--" in positions 3-4 (an A-label or a reserved R-LDH label, for the full parser).
+ * `lastKind` is the kind of the label's last character.
+ */
+function isPlainLabel(input: string, start: number, end: number, lastKind: number): boolean {
+  const length = end - start;
+  if (length === 0 || length > MAX_LABEL_OCTETS) return false;
+  if (input.charCodeAt(start) === 0x2d || lastKind === HYPHEN) return false;
+  return !(
+    length >= 4 &&
+    input.charCodeAt(start + 2) === 0x2d &&
+    input.charCodeAt(start + 3) === 0x2d
+  );
 }
