@@ -3,6 +3,7 @@ import {
   hashKey,
   issueKey,
   keyKind,
+  pooledRandom,
   presentedKey,
   sameHash,
   type RandomBytes,
@@ -27,6 +28,26 @@ describe('API keys', () => {
   it('never issues the same key twice in 10,000 draws', () => {
     const seen = new Set(Array.from({ length: 10_000 }, () => issueKey('private').secret));
     expect(seen.size).toBe(10_000);
+  });
+
+  it('hands out pooled random bytes once each, in order, refilling when short', () => {
+    let next = 0;
+    const requests: number[] = [];
+    const counting: RandomBytes = (length) => {
+      requests.push(length);
+      return Uint8Array.from({ length }, () => next++ % 256);
+    };
+    const pooled = pooledRandom(counting, 10);
+    const drawn = [pooled(4), pooled(4), pooled(4), pooled(25)];
+    // 4 + 4 from the first pool; 4 does not fit the 2 left, so a fresh pool; 25 goes direct.
+    expect(requests).toEqual([10, 10, 25]);
+    expect([...(drawn[0] ?? [])]).toEqual([0, 1, 2, 3]);
+    expect([...(drawn[1] ?? [])]).toEqual([4, 5, 6, 7]);
+    expect([...(drawn[2] ?? [])]).toEqual([10, 11, 12, 13]);
+    expect(drawn[3]?.length).toBe(25);
+    // A caller writing into its bytes does not change what the next caller gets.
+    drawn[2]?.fill(0);
+    expect([...pooled(2)]).toEqual([14, 15]);
   });
 
   it('redraws biased bytes, so every base62 character stays uniform', () => {
