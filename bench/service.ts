@@ -18,6 +18,7 @@ export interface ServiceRow {
 }
 
 const SIZE = Number(process.env.SERVICE_BENCH_SIZE ?? 20_000);
+const ROUNDS = Number(process.env.SERVICE_BENCH_ROUNDS ?? 3);
 const WARM_UP = 1000;
 
 export async function serviceBench(corpus: readonly string[]): Promise<ServiceRow[]> {
@@ -53,7 +54,7 @@ export async function serviceBench(corpus: readonly string[]): Promise<ServiceRo
       const account = await service.admin.createAccount({
         email: 'bench@example.org',
         plan: 'enterprise',
-        credits: 2 * (ordinary.length + WARM_UP),
+        credits: (ROUNDS + 1) * (ordinary.length + WARM_UP),
       });
       const caller = { accountId: account.id };
       await service.createFilter(caller, {
@@ -77,20 +78,25 @@ export async function serviceBench(corpus: readonly string[]): Promise<ServiceRo
 }
 
 /**
- * Verifies per second of one sequential pass (one request after another, as a server's), after
- * a warm-up on the first thousand.
+ * Verifies per second: the best of ROUNDS sequential passes (one request after another, as a
+ * server's), after a warm-up on the first thousand. One pass of a free input lasts a few tens
+ * of milliseconds, where a single garbage collection or recompilation moves the figure.
  */
 async function rate(addresses: readonly string[], verify: (a: string) => Promise<unknown>) {
   for (const address of addresses.slice(0, WARM_UP)) await verify(address);
-  const started = performance.now();
-  for (const address of addresses) await verify(address);
-  return addresses.length / ((performance.now() - started) / 1000);
+  let best = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    const started = performance.now();
+    for (const address of addresses) await verify(address);
+    best = Math.max(best, addresses.length / ((performance.now() - started) / 1000));
+  }
+  return best;
 }
 
 export function printServiceTable(rows: readonly ServiceRow[]): void {
   const storeNames = rows[0]?.stores.map((s) => s.store) ?? [];
   console.log(
-    `\nService verify, offline quick: ${(rows[0]?.count ?? 0).toLocaleString('en')} verifies per input, sequential; ratios to the bare engine on the same addresses\n`,
+    `\nService verify, offline quick: ${(rows[0]?.count ?? 0).toLocaleString('en')} verifies per input, sequential, best of ${ROUNDS}; ratios to the bare engine on the same addresses\n`,
   );
   console.log(
     `| input | bare engine/s | ${storeNames.map((n) => `service on ${n}/s`).join(' | ')} |`,
