@@ -1,22 +1,22 @@
 import type { Finding, RiskFactor } from '../checks/checker.js';
 import { DELIVERABLE_CEILING, RISKY_BASE, score, type Evidence, type State } from './score.js';
-import { decide, UNKNOWN_REASONS, type Reason } from './verdict.js';
+import { decide, UNKNOWN_REASONS, type Reason, type Verdict } from './verdict.js';
 
 /** What a verification's findings decide, whatever the address: all but its own facts. */
-export interface Outcome {
-  readonly state: State;
-  readonly reason: Reason;
-  readonly score: number;
-  readonly riskFactors: readonly RiskFactor[];
-  readonly disposable: boolean | null;
-  readonly role: boolean | null;
-  readonly free: boolean | null;
-  readonly noReply: boolean | null;
-  readonly catchAll: boolean | null;
-  readonly mailboxFull: boolean | null;
-  /** Every check that ran, in order. */
-  readonly checks: readonly Finding[];
-}
+export type Outcome = Pick<
+  Verdict,
+  | 'state'
+  | 'reason'
+  | 'score'
+  | 'riskFactors'
+  | 'disposable'
+  | 'role'
+  | 'free'
+  | 'noReply'
+  | 'catchAll'
+  | 'mailboxFull'
+  | 'checks'
+>;
 
 /** The outcome of a list of findings: a pure function of the findings alone. */
 export function outcomeOf(findings: readonly Finding[]): Outcome {

@@ -24,7 +24,7 @@ export const cryptoRandomBytes: RandomBytes = pooledRandom(
 
 /** `source`, asked for `poolBytes` at a time; longer requests go to it directly. */
 export function pooledRandom(source: RandomBytes, poolBytes: number): RandomBytes {
-  let pool = new Uint8Array(0);
+  let pool: Uint8Array = new Uint8Array(0);
   let offset = 0;
   return (length) => {
     if (length > poolBytes) return source(length);
