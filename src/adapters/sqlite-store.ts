@@ -25,9 +25,15 @@ export interface SqliteStoreOptions {
    * full disk, and change nothing. Default: SQLite's own limit.
    */
   readonly maxSizeBytes?: number;
+  /**
+   * How often rate-limit windows that have ended are deleted: one row per key and window, and
+   * per public-key end user and day, would otherwise pile up. Default 5 minutes; 0 never.
+   */
+  readonly rateLimitSweepMs?: number;
 }
 
 export const SQLITE_BUSY_TIMEOUT_MS = 5000;
+export const RATE_LIMIT_SWEEP_MS = 5 * 60_000;
 
 /**
  * Versioned migrations, applied in order inside one transaction each; `PRAGMA user_version`
@@ -117,6 +123,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
   const statements = guard(() => prepareStatements(db));
   const counters = new Map<string, RateCounter>();
   const inTransaction = <T>(work: () => T): T => db.transaction(work).immediate();
+  const stopSweeping = sweepEndedWindows(db, options.rateLimitSweepMs ?? RATE_LIMIT_SWEEP_MS);
 
   const applyLedger = db.transaction((accountId: string, request: LedgerRequest, at: number) =>
     applyLedgerRequest(accountId, request, at, {
@@ -305,9 +312,30 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     },
 
     async close() {
+      stopSweeping();
       if (db.open) db.close();
     },
   };
+}
+
+/**
+ * Deletes ended rate-limit windows every `intervalMs`, on a timer that never keeps the
+ * process alive; returns the function that stops it. A window ends at its `expire`, written
+ * by rate-limiter-flexible from Date.now, so Date.now is the clock here too. A window that
+ * ended is one the limiter would start afresh anyway, so deleting it changes no count.
+ */
+function sweepEndedWindows(db: Database.Database, intervalMs: number): () => void {
+  if (intervalMs <= 0) return () => undefined;
+  const sweep = db.prepare('DELETE FROM rate_limits WHERE expire IS NOT NULL AND expire <= ?');
+  const timer = setInterval(() => {
+    try {
+      sweep.run(Date.now());
+    } catch {
+      // Housekeeping only: a busy, full or read-only file is swept at the next tick.
+    }
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 function openDatabase(path: string, options: SqliteStoreOptions): Database.Database {

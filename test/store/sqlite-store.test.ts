@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { storeContract } from './contract.js';
 
@@ -11,3 +12,45 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 storeContract('sqlite (file, WAL)', () => createSqliteStore(join(dir, `contract-${files++}.db`)));
 storeContract('sqlite (:memory:)', () => createSqliteStore(':memory:'));
+
+describe('sqlite store: ended rate-limit windows', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('are deleted on the sweep timer, while live windows and their counts stay', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'], now: 1_700_000_000_000 });
+    const path = join(dir, `sweep-${files++}.db`);
+    const store = createSqliteStore(path, { rateLimitSweepMs: 10_000 });
+    const reader = new Database(path, { readonly: true });
+    const keys = () =>
+      (reader.prepare('SELECT key FROM rate_limits ORDER BY key').all() as { key: string }[]).map(
+        (row) => row.key.replace(/^minute:/, ''),
+      );
+    try {
+      const minute = store.rateCounter('minute', 60_000);
+      await minute.hit('ended');
+      await minute.hit('ended');
+      vi.advanceTimersByTime(30_000); // two sweeps, nothing has ended yet
+      await minute.hit('live');
+      expect(keys()).toEqual(['ended', 'live']);
+
+      vi.advanceTimersByTime(30_000); // 'ended' ends at +60 s; 'live' at +90 s
+      expect(keys()).toEqual(['live']);
+      expect(await minute.peek('live')).toMatchObject({ count: 1 });
+      // The limiter starts a deleted window afresh, as it would an ended one.
+      expect(await minute.hit('ended')).toMatchObject({ count: 1 });
+
+      await store.close();
+      vi.advanceTimersByTime(60_000); // a stopped sweeper touches no closed database
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('are kept when sweeping is off', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] });
+    const store = createSqliteStore(':memory:', { rateLimitSweepMs: 0 });
+    expect(vi.getTimerCount()).toBe(0);
+    await store.close();
+  });
+});
