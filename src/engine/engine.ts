@@ -213,7 +213,7 @@ function run(
   retryGreylisted = false,
 ): Verdict | Promise<Verdict> {
   const parsed = parseAddress(input, context.parseOptions);
-  const syntax = context.paths.then(syntaxFinding(parsed));
+  const syntax = context.paths.followedBy(syntaxFinding(parsed));
   if (!parsed.ok) {
     return buildVerdict(input, parsed, undefined, method, syntax.outcome, SYNCHRONOUS, context);
   }
@@ -248,13 +248,13 @@ function runFrom(
     if (result instanceof Promise) {
       const startedAt = started === SYNCHRONOUS ? context.clock.now() : started;
       return result.then((finding) => {
-        const next = path.then(finding);
+        const next = path.followedBy(finding);
         return finding.status === 'fail'
           ? verdictOf(facts, method, next, startedAt, context)
           : runFrom(i + 1, next, facts, method, context, signal, startedAt);
       });
     }
-    path = path.then(result);
+    path = path.followedBy(result);
     if (result.status === 'fail') break;
   }
   return verdictOf(facts, method, path, started, context);

@@ -31,7 +31,7 @@ const POOL: readonly Finding[] = [
 const findingLists = fc.array(fc.constantFrom(...POOL), { maxLength: 9 });
 
 function follow(root: FindingPath, findings: readonly Finding[]): FindingPath {
-  return findings.reduce((path, finding) => path.then(finding), root);
+  return findings.reduce((path, finding) => path.followedBy(finding), root);
 }
 
 describe('outcomeOf', () => {
@@ -96,11 +96,11 @@ describe('FindingPath', () => {
     const root = FindingPath.root(3);
     // Fresh findings per call, as a user's checker may make: each is a new path.
     const fresh = Array.from({ length: 10 }, (_, i) => fail('domain', `code_${i}`));
-    const paths = fresh.map((finding) => root.then(finding));
-    const kept = fresh.filter((finding, i) => root.then(finding) === paths[i]);
+    const paths = fresh.map((finding) => root.followedBy(finding));
+    const kept = fresh.filter((finding, i) => root.followedBy(finding) === paths[i]);
     expect(kept).toEqual(fresh.slice(0, 3));
     for (const [i, finding] of fresh.entries()) {
-      expect(root.then(finding).outcome).toEqual(outcomeOf([finding]));
+      expect(root.followedBy(finding).outcome).toEqual(outcomeOf([finding]));
       expect(paths[i]?.findings).toEqual([finding]);
     }
   });
