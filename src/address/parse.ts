@@ -9,7 +9,7 @@ import {
   type ProfileName,
   type ResolvedParseOptions,
 } from './options.js';
-import { utf8Length } from './unicode.js';
+import { lastIndexOfCode, utf8Length } from './unicode.js';
 
 /** A successfully parsed address: the one canonical form that everything downstream uses. */
 export interface ParsedAddress {
@@ -72,7 +72,7 @@ export function parseAddress(input: string, options?: ParseAddressOptions): Pars
  * is tested against. Expects a non-empty input within MAX_INPUT_LENGTH.
  */
 export function parseGeneral(input: string, rules: ResolvedParseOptions): ParseResult {
-  const at = lastAtSign(input);
+  const at = lastIndexOfCode(input, 0x40 /* @ */);
   if (at < 0) return noAtSign(input);
   const first = input.charCodeAt(0);
   const last = input.charCodeAt(input.length - 1);
@@ -128,16 +128,6 @@ export function parseGeneral(input: string, rules: ResolvedParseOptions): ParseR
     domainLiteral: domain.literal,
     confusable: local.confusable || domain.confusable,
   };
-}
-
-/**
- * input.lastIndexOf('@') by hand: the built-in is a call into the runtime, which measured
- * (bench/) at a sixth of the time an invalid address takes; the @ is near the end anyway.
- */
-function lastAtSign(input: string): number {
-  let i = input.length - 1;
-  while (i >= 0 && input.charCodeAt(i) !== 0x40) i--;
-  return i;
 }
 
 function noAtSign(input: string): ParseFailure {

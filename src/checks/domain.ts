@@ -1,5 +1,6 @@
 import { parse } from 'tldts';
 import { boundedMemo } from '../address/memo.js';
+import { lastIndexOfCode } from '../address/unicode.js';
 import { fail, pass, skipped, type Checker } from './checker.js';
 
 export type TldLookup = (tld: string) => boolean;
@@ -27,9 +28,7 @@ export function domain(isKnownTld: TldLookup = icannTldLookup()): Checker {
     run({ parsed }) {
       if (parsed.domainLiteral) return literal;
       const domain = parsed.asciiDomain;
-      // By hand, not lastIndexOf('.'): the built-in is a call into the runtime (bench/).
-      let dot = domain.length - 1;
-      while (dot >= 0 && domain.charCodeAt(dot) !== 0x2e) dot--;
+      const dot = lastIndexOfCode(domain, 0x2e /* . */);
       return isKnownTld(dot < 0 ? domain : domain.slice(dot + 1)) ? known : unknownTld;
     },
   };

@@ -9,8 +9,19 @@ import {
   findUnsafeCharacter,
   isIdna2008Label,
   isMixedScript,
+  lastIndexOfCode,
   utf8Length,
 } from '../../src/address/unicode.js';
+
+describe('lastIndexOfCode', () => {
+  it('agrees with lastIndexOf for one UTF-16 unit', () => {
+    for (const text of ['', '@', 'a@b@c', 'abc', 'a.b.c.', '.x', 'x\u{1F600}@y']) {
+      for (const char of ['@', '.', '\ud83d']) {
+        expect(lastIndexOfCode(text, char.charCodeAt(0))).toBe(text.lastIndexOf(char));
+      }
+    }
+  });
+});
 
 describe('unicode rules', () => {
   it('the Latin shortcut covers only characters the full checks would pass unchanged', () => {
