@@ -8,6 +8,7 @@ import type {
   ProbeRequest,
   SmtpProber,
 } from '../ports/smtp.js';
+import { literalAddress } from '../address/ip-literal.js';
 import { isSafeArgument } from '../smtp/commands.js';
 import { ConnectionLimits } from '../smtp/connection-limits.js';
 import { MAX_REPLY_BYTES, ReplyReader } from '../smtp/reply.js';
@@ -256,7 +257,7 @@ async function pickAddress(
   options: Resolved,
   signal: AbortSignal | undefined,
 ): Promise<string | undefined> {
-  const literal = host.startsWith('[') ? host.slice(1, -1).replace(/^ipv6:/i, '') : host;
+  const literal = literalAddress(host) ?? host;
   let addresses: readonly string[];
   if (isIP(literal) !== 0) {
     addresses = [literal];

@@ -3,6 +3,17 @@
  * address literal (`[tag:text]`) is refused: no mail system routes one.
  */
 
+/**
+ * The address inside a bracketed domain literal, without its `IPv6:` tag
+ * (`[IPv6:2001:db8::1]` -> `2001:db8::1`), or undefined when `domain` is not bracketed.
+ * It is not validated here: the parser has done that for a parsed address.
+ */
+export function literalAddress(domain: string): string | undefined {
+  if (!domain.startsWith('[') || !domain.endsWith(']')) return undefined;
+  const inner = domain.slice(1, -1);
+  return inner.slice(0, 5).toLowerCase() === 'ipv6:' ? inner.slice(5) : inner;
+}
+
 /** The canonical text of a valid IPv4 literal body, or undefined. */
 export function parseIpv4(text: string): string | undefined {
   const parts = text.split('.');

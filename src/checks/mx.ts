@@ -1,4 +1,4 @@
-import type { MxAnswer } from '../ports/dns.js';
+import type { MxAnswer, MxHost } from '../ports/dns.js';
 import {
   fail,
   pass,
@@ -43,15 +43,22 @@ export function mx(): Checker {
   };
 }
 
+/**
+ * The hosts that take a domain's mail by this answer: its MX records, or the domain itself
+ * when it has only an address (RFC 5321 5.1 implicit MX); none otherwise.
+ */
+export function mailHosts(answer: MxAnswer): readonly MxHost[] {
+  if (answer.kind === 'records') return answer.hosts;
+  return answer.kind === 'implicit' ? [{ exchange: answer.host, priority: 0 }] : [];
+}
+
 /** Maps a DNS answer to a finding, recording the hosts it names. */
 export function mxFinding(facts: AddressFacts, answer: MxAnswer): Finding {
   switch (answer.kind) {
     case 'records':
-      facts.mx = { hosts: answer.hosts, implicit: false };
-      return FOUND;
     case 'implicit':
-      facts.mx = { hosts: [{ exchange: answer.host, priority: 0 }], implicit: true };
-      return IMPLICIT;
+      facts.mx = { hosts: mailHosts(answer), implicit: answer.kind === 'implicit' };
+      return answer.kind === 'implicit' ? IMPLICIT : FOUND;
     case 'null_mx':
       return NULL_MX;
     case 'no_records':

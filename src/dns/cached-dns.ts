@@ -1,6 +1,7 @@
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { Dns, MxAnswer } from '../ports/dns.js';
 import { createClockedLru } from '../cache/clocked-lru.js';
+import { optional } from '../optional.js';
 import { raceAbort } from './abortable.js';
 
 export interface CachedDnsOptions {
@@ -83,12 +84,9 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
     mx: cached((domain) => inner.mx(domain), mxTtl),
     // Every SMTP session resolves its MX host: a batch over one domain opens many sessions.
     // No addresses may mean a failed lookup, so an empty answer is kept like a failure.
-    ...(innerAddresses === undefined
-      ? {}
-      : {
-          addresses: cached(innerAddresses, (addresses) =>
-            addresses.length > 0 ? ttl : failureTtl,
-          ),
-        }),
+    ...optional(
+      'addresses',
+      innerAddresses && cached(innerAddresses, (list) => (list.length > 0 ? ttl : failureTtl)),
+    ),
   };
 }

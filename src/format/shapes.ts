@@ -1,6 +1,7 @@
 import type { RiskFactor } from '../checks/checker.js';
 import type { State } from '../engine/score.js';
 import type { Reason, Verdict } from '../engine/verdict.js';
+import { optional } from '../optional.js';
 
 /** Shape A, compact: what most callers need. */
 export interface CompactResult {
@@ -146,7 +147,7 @@ export function toShapeB(verdict: Verdict, siteSource?: string): ShapeBResult {
     free: verdict.free,
     catch_all: verdict.catchAll,
     risk_factors: [...verdict.riskFactors],
-    ...(siteSource === undefined ? {} : { site_source: siteSource }),
+    ...optional('site_source', siteSource),
     duration: roundedDuration(verdict.duration),
   };
 }

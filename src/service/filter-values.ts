@@ -1,4 +1,5 @@
 import { parseDomain } from '../address/domain.js';
+import { literalAddress } from '../address/ip-literal.js';
 import { parseAddress, type ParsedAddress } from '../address/parse.js';
 import type { FilterType } from '../ports/store.js';
 import { canonicalIp, canonicalRange } from './ip-ranges.js';
@@ -55,7 +56,6 @@ export function domainChain(asciiDomain: string): string[] {
 
 /** The IP of a domain literal (`[192.0.2.1]`, `[IPv6:2001:db8::1]`), canonical. */
 export function literalIp(asciiDomain: string): string | undefined {
-  if (!asciiDomain.startsWith('[') || !asciiDomain.endsWith(']')) return undefined;
-  const inner = asciiDomain.slice(1, -1);
-  return canonicalIp(inner.toLowerCase().startsWith('ipv6:') ? inner.slice(5) : inner);
+  const address = literalAddress(asciiDomain);
+  return address === undefined ? undefined : canonicalIp(address);
 }

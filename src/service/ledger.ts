@@ -242,14 +242,7 @@ function planAgainstReservation(
 /** A retry is the same request when kind, reservation and (where given) amount agree. */
 function sameRequest(existing: LedgerEntry, request: LedgerRequest): boolean {
   if (existing.kind !== request.kind) return false;
-  const reservation = 'reservation' in request ? request.reservation : null;
-  if (
-    request.kind !== 'reserve' &&
-    request.kind !== 'grant' &&
-    existing.reservation !== reservation
-  ) {
-    return false;
-  }
+  if ('reservation' in request && existing.reservation !== request.reservation) return false;
   return request.amount === undefined || request.amount === existing.amount;
 }
 

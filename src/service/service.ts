@@ -4,6 +4,7 @@ import { FILTER_VERDICTS, fixedVerdict } from '../engine/fixed-verdict.js';
 import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import { testAddressVerdict } from '../engine/test-addresses.js';
 import { UNKNOWN_REASONS, type Verdict } from '../engine/verdict.js';
+import { mailHosts } from '../checks/mx.js';
 import { optional } from '../optional.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type {
@@ -229,6 +230,13 @@ const FILTER_ACTIONS: readonly FilterAction[] = ['block', 'allow'];
 /** MX hosts whose addresses are matched against IP filters, as many as the prober tries. */
 const MX_HOSTS_FOR_IP_FILTERS = 3;
 
+/** Refuses a filter type that is not one of FILTER_TYPES, naming the field. */
+function requireFilterType(type: unknown): asserts type is FilterType {
+  if (!FILTER_TYPES.includes(type as FilterType)) {
+    throw invalidRequest('filter_type', `filter_type must be one of ${FILTER_TYPES.join(', ')}`);
+  }
+}
+
 /**
  * The service core: keys, plans and rate limits, credits, filters and accounts around an
  * engine, on any Store.
@@ -321,15 +329,9 @@ export function createService(options: ServiceOptions): Service {
   async function mailHostIps(domain: string, signal: AbortSignal | undefined): Promise<string[]> {
     const { dns } = engine;
     if (dns.offline === true || dns.addresses === undefined) return [];
-    const answer = await dns.mx(domain, signal);
-    const hosts =
-      answer.kind === 'records'
-        ? answer.hosts.map((host) => host.exchange)
-        : answer.kind === 'implicit'
-          ? [answer.host]
-          : [];
+    const hosts = mailHosts(await dns.mx(domain, signal)).slice(0, MX_HOSTS_FOR_IP_FILTERS);
     const lists = await Promise.all(
-      hosts.slice(0, MX_HOSTS_FOR_IP_FILTERS).map((host) => dns.addresses?.(host, signal) ?? []),
+      hosts.map((host) => dns.addresses?.(host.exchange, signal) ?? []),
     );
     return lists.flat();
   }
@@ -594,12 +596,7 @@ export function createService(options: ServiceOptions): Service {
       answering(async () => {
         if (typeof input !== 'object' || input === null)
           throw invalidRequest('filter', 'expected an object');
-        if (!FILTER_TYPES.includes(input.type)) {
-          throw invalidRequest(
-            'filter_type',
-            `filter_type must be one of ${FILTER_TYPES.join(', ')}`,
-          );
-        }
+        requireFilterType(input.type);
         if (!FILTER_ACTIONS.includes(input.action)) {
           throw invalidRequest('action', 'action must be block or allow');
         }
@@ -632,12 +629,7 @@ export function createService(options: ServiceOptions): Service {
 
     listFilters: (caller, query = {}) =>
       answering(async () => {
-        if (query.type !== undefined && !FILTER_TYPES.includes(query.type)) {
-          throw invalidRequest(
-            'filter_type',
-            `filter_type must be one of ${FILTER_TYPES.join(', ')}`,
-          );
-        }
+        if (query.type !== undefined) requireFilterType(query.type);
         const page = requireInteger(query.page ?? 1, 'page', 1, 1_000_000);
         const perPage = requireInteger(
           query.perPage ?? FILTERS_PER_PAGE,
