@@ -56,7 +56,7 @@ export function smtp(options: SmtpCheckOptions = {}): Checker {
       if (prober === undefined || prober.offline === true || ports.dns.offline === true) {
         return OFFLINE;
       }
-      const hosts = mailHosts(facts);
+      const hosts = hostsByPriority(facts);
       if (hosts.length === 0) return NO_HOSTS;
       const { parsed } = facts;
       const domain = parsed.asciiDomain;
@@ -112,7 +112,7 @@ export function catchAll(): Checker {
 }
 
 /** MX hosts in priority order, equal priorities shuffled to spread the load (RFC 5321 5.1). */
-function mailHosts(facts: AddressFacts): string[] {
+function hostsByPriority(facts: AddressFacts): string[] {
   const hosts = facts.mx?.hosts ?? [];
   const order = hosts.map((host) => ({ host, tiebreak: Math.random() }));
   order.sort((a, b) => a.host.priority - b.host.priority || a.tiebreak - b.tiebreak);
