@@ -19,6 +19,8 @@ export const SMTP_FINDINGS: Readonly<Record<ProbeClass, Finding>> = {
   mailbox_full: risky('smtp', 'mailbox_full', 'mailbox_full'),
   greylisted: unknown('smtp', 'greylisted', 'greylisted'),
   blocked: unknown('smtp', 'sender_blocked'),
+  sender_refused: unknown('smtp', 'sender_refused'),
+  too_many_recipients: unknown('smtp', 'temporary_failure'),
   cannot_verify: unknown('smtp', 'cannot_verify'),
   temporary: unknown('smtp', 'temporary_failure'),
   try_next_mx: unknown('smtp', 'temporary_failure'),

@@ -12,6 +12,10 @@ import type { SmtpReply } from './reply.js';
  * - cannot_verify: 252, the server will try but will not say.
  * - blocked: the server refuses US (5.7.x, RBLs, Spamhaus, "blocked"): says nothing about the
  *   mailbox, so it is unknown, never rejected.
+ * - sender_refused: our envelope sender is refused (X.1.7, X.1.8, any 5xx to MAIL FROM): unknown
+ *   for every recipient of the session.
+ * - too_many_recipients: not an answer (X.5.3, 452): the recipient must be asked again in a new
+ *   transaction (RFC 5321 4.5.3.1.10).
  * - try_next_mx: 421, this host is going away; another MX may answer.
  * - temporary: any other 4xx.
  * - refused: a 5xx we cannot attribute to the mailbox; unknown, not rejected.
@@ -25,6 +29,8 @@ export type ReplyClass =
   | 'greylisted'
   | 'cannot_verify'
   | 'blocked'
+  | 'sender_refused'
+  | 'too_many_recipients'
   | 'try_next_mx'
   | 'temporary'
   | 'refused'
