@@ -6,11 +6,12 @@ import type {
   FilterRecord,
   KeyRecord,
   LedgerEntry,
+  LedgerRequest,
   RateCounter,
   ReservationState,
   Store,
 } from '../ports/store.js';
-import { applyLedgerRequest, EMPTY_BALANCE, type LedgerRequest } from '../service/ledger.js';
+import { applyLedgerRequest, EMPTY_BALANCE } from '../service/ledger.js';
 import { rateCounterOver, UNLIMITED_POINTS } from '../store/rate-counter.js';
 import { StoreError, type StoreErrorCode } from '../store/store-error.js';
 

@@ -1,5 +1,4 @@
 import type { KeyKind } from '../service/api-keys.js';
-import type { LedgerOutcome, LedgerRequest } from '../service/ledger.js';
 import type { PlanName } from '../service/plans.js';
 
 /** An account as stored: who it is, its plan and when its billing periods start. */
@@ -63,6 +62,69 @@ export interface CreditBalance {
   /** Every credit ever granted. */
   readonly total: number;
 }
+
+/**
+ * One request to the credits ledger (DESIGN 5.3). Every request carries a reference unique
+ * within the account, so that a retried request finds its first entry instead of applying
+ * twice.
+ *
+ * - grant: adds credits (a top-up, a plan's allowance).
+ * - reserve: moves credits from available to a hold, refused when available is short.
+ * - settle: charges part of a reservation's hold.
+ * - release: returns a reservation's unsettled hold (by default all of it) at the end of work.
+ * - refund: returns credits for results that could not be verified: from the hold first, then
+ *   from what the reservation charged.
+ */
+export type LedgerRequest =
+  | {
+      readonly kind: 'grant';
+      readonly ref: string;
+      readonly amount: number;
+      readonly note?: string;
+    }
+  | {
+      readonly kind: 'reserve';
+      readonly ref: string;
+      readonly amount: number;
+      readonly note?: string;
+    }
+  | {
+      readonly kind: 'settle';
+      readonly ref: string;
+      readonly reservation: string;
+      readonly amount: number;
+      readonly note?: string;
+    }
+  | {
+      readonly kind: 'release' | 'refund';
+      readonly ref: string;
+      readonly reservation: string;
+      /** Default: everything the reservation can give back. */
+      readonly amount?: number;
+      readonly note?: string;
+    };
+
+export type LedgerRefusal =
+  | {
+      readonly ok: false;
+      readonly code: 'insufficient_credits';
+      readonly needed: number;
+      readonly available: number;
+    }
+  | { readonly ok: false; readonly code: 'unknown_reservation'; readonly reservation: string }
+  | { readonly ok: false; readonly code: 'exceeds_reservation'; readonly limit: number }
+  /** The reference exists with a different request: a client bug, never applied. */
+  | { readonly ok: false; readonly code: 'reference_conflict'; readonly existing: LedgerEntry };
+
+export type LedgerOutcome =
+  | {
+      readonly ok: true;
+      readonly entry: LedgerEntry;
+      readonly balance: CreditBalance;
+      /** The reference had applied before: nothing changed this time. */
+      readonly replayed: boolean;
+    }
+  | LedgerRefusal;
 
 /** One immutable line of the ledger. */
 export interface LedgerEntry {
@@ -128,7 +190,7 @@ export interface Store {
   listKeys(accountId: string): Promise<readonly KeyRecord[]>;
   updateKey(id: string, changes: KeyChanges): Promise<KeyRecord | undefined>;
 
-  /** Applies one ledger request atomically (see service/ledger.ts for the rules). */
+  /** Applies one ledger request atomically (the rules: service/ledger.ts). */
   applyLedger(accountId: string, request: LedgerRequest, at: number): Promise<LedgerOutcome>;
   balance(accountId: string): Promise<CreditBalance>;
   /** Entries in order, from `afterSeq` (exclusive), at most `limit`. */

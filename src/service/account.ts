@@ -1,0 +1,127 @@
+import { parseAddress } from '../address/parse.js';
+import type { AccountRecord, CreditBalance } from '../ports/store.js';
+import type { Caller } from './auth.js';
+import { billingPeriod } from './billing-period.js';
+import { fileLedger } from './charging.js';
+import { accountOf, type ServiceContext } from './context.js';
+import { isPlanName, PLAN_NAMES, PLANS, type PlanName } from './plans.js';
+import { invalidRequest, ServiceError } from './service-error.js';
+import { answering, requireInteger, requireText } from './validate.js';
+
+/** An account with its credit balances. */
+export interface AccountInfo extends AccountRecord {
+  readonly credits: CreditBalance;
+}
+
+/** The account object of DESIGN 5.3, in its wire shape. */
+export interface AccountObject {
+  readonly email: string;
+  readonly plan: PlanName;
+  readonly credits: { readonly available: number; readonly used: number; readonly total: number };
+  readonly rate_limit: { readonly per_minute: number; readonly remaining: number };
+  readonly billing_period: { readonly start: string; readonly end: string };
+}
+
+export interface NewAccount {
+  readonly email: string;
+  readonly plan?: PlanName;
+  /** Credits granted at creation. Default 0. */
+  readonly credits?: number;
+  /** Day of the month billing periods start (1-31). Default: today's day (UTC). */
+  readonly billingAnchorDay?: number;
+}
+
+/** Account administration (DESIGN 5.2-5.3). */
+export interface AccountAdmin {
+  createAccount(input: NewAccount): Promise<AccountInfo>;
+  getAccount(accountId: string): Promise<AccountInfo>;
+  changePlan(accountId: string, plan: PlanName): Promise<AccountInfo>;
+}
+
+export interface Accounts {
+  /** The account object of DESIGN 5.3. */
+  account(caller: Caller): Promise<AccountObject>;
+  readonly admin: AccountAdmin;
+}
+
+export function createAccounts(ctx: ServiceContext): Accounts {
+  const { store, clock, random } = ctx;
+
+  async function accountInfo(account: AccountRecord): Promise<AccountInfo> {
+    return { ...account, credits: await store.balance(account.id) };
+  }
+
+  const admin: AccountAdmin = {
+    createAccount: (input) =>
+      answering(async () => {
+        if (typeof input !== 'object' || input === null)
+          throw invalidRequest('account', 'expected an object');
+        const parsedEmail = parseAddress(requireText(input.email, 'email', 254));
+        if (!parsedEmail.ok)
+          throw invalidRequest('email', `email is not valid: ${parsedEmail.message}`);
+        const plan = input.plan ?? 'free';
+        if (!isPlanName(plan))
+          throw invalidRequest('plan', `plan must be one of ${PLAN_NAMES.join(', ')}`);
+        const credits = requireInteger(input.credits ?? 0, 'credits', 0, 1_000_000_000_000);
+        const now = clock.now();
+        const billingAnchorDay = requireInteger(
+          input.billingAnchorDay ?? new Date(now).getUTCDate(),
+          'billing_anchor_day',
+          1,
+          31,
+        );
+        const account: AccountRecord = {
+          id: ctx.newId('acct'),
+          email: parsedEmail.address,
+          plan,
+          billingAnchorDay,
+          webhookSecret: `whsec_${Buffer.from(random(32)).toString('base64')}`,
+          createdAt: now,
+        };
+        await store.insertAccount(account);
+        if (credits > 0) {
+          await fileLedger(ctx, account.id, {
+            kind: 'grant',
+            ref: 'initial_grant',
+            amount: credits,
+            note: 'account created',
+          });
+        }
+        return accountInfo(account);
+      }),
+    getAccount: (accountId) => answering(async () => accountInfo(await accountOf(ctx, accountId))),
+    changePlan: (accountId, plan) =>
+      answering(async () => {
+        requireText(accountId, 'account_id');
+        if (!isPlanName(plan))
+          throw invalidRequest('plan', `plan must be one of ${PLAN_NAMES.join(', ')}`);
+        const updated = await store.updateAccount(accountId, { plan });
+        if (updated === undefined) throw new ServiceError('not_found', `No account ${accountId}.`);
+        return accountInfo(updated);
+      }),
+  };
+
+  return {
+    admin,
+    account: (caller) =>
+      answering(async () => {
+        const account = await accountOf(ctx, caller.accountId);
+        const plan = PLANS[account.plan];
+        const [credits, rate] = await Promise.all([
+          store.balance(account.id),
+          ctx.rateLimits.status(caller.key.id, plan),
+        ]);
+        const period = billingPeriod(account.billingAnchorDay, clock.now());
+        return {
+          email: account.email,
+          plan: account.plan,
+          credits: { available: credits.available, used: credits.used, total: credits.total },
+          rate_limit: { per_minute: plan.perMinute, remaining: rate.remaining },
+          billing_period: {
+            start: new Date(period.start).toISOString(),
+            end: new Date(period.end).toISOString(),
+          },
+        };
+      }),
+  };
+}

@@ -1,0 +1,282 @@
+import type { AccountRecord, KeyRecord } from '../ports/store.js';
+import { hashKey, issueKey, keyKind, presentedKey, type KeyKind } from './api-keys.js';
+import { accountOf, type ServiceContext } from './context.js';
+import { canonicalRange, clientKey, ipInRange } from './ip-ranges.js';
+import { PLANS, type Plan } from './plans.js';
+import type { RateLimitStatus } from './rate-limits.js';
+import { invalidRequest, ServiceError } from './service-error.js';
+import { canonicalTrustedDomain, hostTrusted, requestHost } from './trusted-domains.js';
+import { answering, optionalText, requireInteger, requireList, requireText } from './validate.js';
+
+/** The endpoints of DESIGN 5 a key may call; public keys may call `verify` only. */
+export type Endpoint = 'verify' | 'batch' | 'account' | 'filters';
+
+/** What a request presents, as the HTTP layer (or any host) read it. */
+export interface AuthRequest {
+  /** The `Authorization` header. */
+  readonly authorization?: string | null;
+  /** The `api_key` parameter. */
+  readonly apiKey?: string | null;
+  /** The client's IP as the host server saw it (never X-Forwarded-For unless trusted). */
+  readonly clientIp?: string | null;
+  readonly origin?: string | null;
+  readonly referer?: string | null;
+  readonly endpoint: Endpoint;
+}
+
+/** An authenticated, admitted request's caller. */
+export interface Caller {
+  readonly accountId: string;
+  readonly account: AccountRecord;
+  readonly plan: Plan;
+  readonly key: KeyInfo;
+  /** Figures for the X-RateLimit-* headers, after counting this request. */
+  readonly rateLimit: RateLimitStatus;
+}
+
+/** What the service needs to act for an account: a Caller, or `{ accountId }` from an admin. */
+export type AccountRef = Pick<Caller, 'accountId'>;
+
+/** A key as listed: everything but its hash. */
+export type KeyInfo = Omit<KeyRecord, 'hash' | 'accountId'>;
+
+export interface NewKey {
+  readonly kind?: KeyKind;
+  readonly name?: string;
+  /** Private keys: IPv4/IPv6 addresses or CIDR ranges it may be used from. */
+  readonly allowedIps?: readonly string[];
+  /** Public keys (required): `example.com` or `*.example.com`. */
+  readonly trustedDomains?: readonly string[];
+}
+
+/** Key management of the admin API (DESIGN 5.1). */
+export interface KeyAdmin {
+  /** Issues a key; `secret` is shown this once and never stored. */
+  createKey(accountId: string, input?: NewKey): Promise<{ secret: string; key: KeyInfo }>;
+  listKeys(accountId: string): Promise<readonly KeyInfo[]>;
+  updateKey(
+    accountId: string,
+    keyId: string,
+    changes: Pick<NewKey, 'name' | 'allowedIps' | 'trustedDomains'>,
+  ): Promise<KeyInfo>;
+  revokeKey(accountId: string, keyId: string): Promise<KeyInfo>;
+  /**
+   * Issues a replacement with the same settings; the old key stops working at once, or after
+   * `graceSeconds` so that deployments can switch over.
+   */
+  rotateKey(
+    accountId: string,
+    keyId: string,
+    options?: { graceSeconds?: number },
+  ): Promise<{ secret: string; key: KeyInfo }>;
+}
+
+/** Authentication, and the keys it checks (DESIGN 5.1). */
+export interface Auth {
+  /** Identifies the key, enforces its IP allow-list or trusted domains, counts the request. */
+  authenticate(request: AuthRequest): Promise<Caller>;
+  readonly keys: KeyAdmin;
+}
+
+export function createAuth(ctx: ServiceContext): Auth {
+  const { store, clock, random } = ctx;
+
+  async function ownKey(accountId: string, keyId: unknown): Promise<KeyRecord> {
+    const id = requireText(keyId, 'key_id');
+    const key = await store.getKey(id);
+    if (key === undefined || key.accountId !== accountId) {
+      throw new ServiceError('not_found', `No key ${id} on this account.`);
+    }
+    return key;
+  }
+
+  async function insertKey(
+    accountId: string,
+    kind: KeyKind,
+    settings: {
+      name: string | null;
+      allowedIps: readonly string[];
+      trustedDomains: readonly string[];
+    },
+  ): Promise<{ secret: string; key: KeyInfo }> {
+    const issued = issueKey(kind, random);
+    const record: KeyRecord = {
+      id: ctx.newId('key'),
+      accountId,
+      ...issued.stored,
+      ...settings,
+      createdAt: clock.now(),
+      revokedAt: null,
+      expiresAt: null,
+    };
+    await store.insertKey(record);
+    return { secret: issued.secret, key: keyInfo(record) };
+  }
+
+  const keys: KeyAdmin = {
+    createKey: (accountId, input = {}) =>
+      answering(async () => {
+        await accountOf(ctx, accountId);
+        const kind = input.kind ?? 'private';
+        if (kind !== 'private' && kind !== 'public') {
+          throw invalidRequest('kind', 'kind must be private or public');
+        }
+        return insertKey(accountId, kind, keySettings(kind, input, undefined));
+      }),
+    listKeys: (accountId) =>
+      answering(async () => {
+        await accountOf(ctx, accountId);
+        return (await store.listKeys(accountId)).map(keyInfo);
+      }),
+    updateKey: (accountId, keyId, changes) =>
+      answering(async () => {
+        const key = await ownKey(accountId, keyId);
+        const settings = keySettings(key.kind, changes, key);
+        return keyInfo((await store.updateKey(key.id, settings)) ?? key);
+      }),
+    revokeKey: (accountId, keyId) =>
+      answering(async () => {
+        const key = await ownKey(accountId, keyId);
+        if (key.revokedAt !== null) return keyInfo(key);
+        return keyInfo((await store.updateKey(key.id, { revokedAt: clock.now() })) ?? key);
+      }),
+    rotateKey: (accountId, keyId, rotation = {}) =>
+      answering(async () => {
+        const key = await ownKey(accountId, keyId);
+        if (!isActive(key, clock.now())) {
+          throw new ServiceError(
+            'conflict',
+            `Key ${key.id} is revoked or expired; create a new one.`,
+          );
+        }
+        const graceSeconds = requireInteger(
+          rotation.graceSeconds ?? 0,
+          'grace_seconds',
+          0,
+          30 * 86_400,
+        );
+        const replacement = await insertKey(accountId, key.kind, {
+          name: key.name,
+          allowedIps: key.allowedIps,
+          trustedDomains: key.trustedDomains,
+        });
+        const now = clock.now();
+        await store.updateKey(
+          key.id,
+          graceSeconds === 0 ? { revokedAt: now } : { expiresAt: now + graceSeconds * 1000 },
+        );
+        return replacement;
+      }),
+  };
+
+  return {
+    keys,
+    authenticate: (request) =>
+      answering(async () => {
+        const secret = presentedKey(request.authorization, request.apiKey);
+        if (secret === undefined) {
+          throw new ServiceError(
+            'unauthorized',
+            'No API key: send Authorization: Bearer <key> or the api_key parameter.',
+          );
+        }
+        const key =
+          keyKind(secret) === undefined ? undefined : await store.findKeyByHash(hashKey(secret));
+        const now = clock.now();
+        if (key === undefined || !isActive(key, now)) {
+          throw new ServiceError('unauthorized', 'The API key is unknown, revoked or expired.');
+        }
+        const account = await store.getAccount(key.accountId);
+        if (account === undefined)
+          throw new ServiceError('unauthorized', 'The API key is unknown, revoked or expired.');
+        const endUser = admitClient(key, request);
+        const plan = PLANS[account.plan];
+        const rateLimit = await ctx.rateLimits.admit(key.id, plan, endUser);
+        return { accountId: account.id, account, plan, key: keyInfo(key), rateLimit };
+      }),
+  };
+}
+
+/**
+ * Checks where a request comes from against its key: a private key's IP allow-list, or a
+ * public key's trusted domains and endpoint. Returns the end user a public key's daily
+ * per-client limit counts (undefined for private keys).
+ */
+function admitClient(key: KeyRecord, request: AuthRequest): string | undefined {
+  if (key.kind === 'private') {
+    if (key.allowedIps.length > 0) {
+      const ip = request.clientIp ?? '';
+      if (!key.allowedIps.some((range) => ipInRange(ip, range))) {
+        throw new ServiceError(
+          'forbidden',
+          "The client's IP address is not on this key's allow-list.",
+        );
+      }
+    }
+    return undefined;
+  }
+  if (request.endpoint !== 'verify') {
+    throw new ServiceError(
+      'forbidden',
+      'A public key may only verify single addresses; use a private key.',
+    );
+  }
+  const host = requestHost(request.origin, request.referer);
+  if (host === undefined || !hostTrusted(host, key.trustedDomains)) {
+    throw new ServiceError(
+      'forbidden',
+      "The page's origin is not one of this key's trusted domains.",
+    );
+  }
+  const endUser = clientKey(request.clientIp ?? '');
+  if (endUser === undefined) {
+    throw new ServiceError(
+      'forbidden',
+      'A public key needs the client IP address to limit its use.',
+    );
+  }
+  return endUser;
+}
+
+function keySettings(
+  kind: KeyKind,
+  input: Pick<NewKey, 'name' | 'allowedIps' | 'trustedDomains'>,
+  current: KeyRecord | undefined,
+): { name: string | null; allowedIps: readonly string[]; trustedDomains: readonly string[] } {
+  const name =
+    input.name === undefined ? (current?.name ?? null) : optionalText(input.name, 'name');
+  const allowedIps =
+    input.allowedIps === undefined
+      ? (current?.allowedIps ?? [])
+      : requireList(input.allowedIps, 'allowed_ips', canonicalRange, 'IP address or CIDR range');
+  const trustedDomains =
+    input.trustedDomains === undefined
+      ? (current?.trustedDomains ?? [])
+      : requireList(
+          input.trustedDomains,
+          'trusted_domains',
+          canonicalTrustedDomain,
+          'domain pattern',
+        );
+  if (kind === 'private' && trustedDomains.length > 0) {
+    throw invalidRequest('trusted_domains', 'trusted_domains apply to public keys only');
+  }
+  if (kind === 'public' && allowedIps.length > 0) {
+    throw invalidRequest('allowed_ips', 'allowed_ips apply to private keys only');
+  }
+  if (kind === 'public' && trustedDomains.length === 0) {
+    throw invalidRequest('trusted_domains', 'a public key needs at least one trusted domain');
+  }
+  return { name, allowedIps, trustedDomains };
+}
+
+function isActive(key: KeyRecord, now: number): boolean {
+  return (
+    (key.revokedAt === null || key.revokedAt > now) &&
+    (key.expiresAt === null || key.expiresAt > now)
+  );
+}
+
+function keyInfo({ hash: _hash, accountId: _accountId, ...info }: KeyRecord): KeyInfo {
+  return info;
+}

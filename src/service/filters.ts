@@ -1,0 +1,175 @@
+import type { ParsedAddress } from '../address/parse.js';
+import { mailHosts } from '../checks/mx.js';
+import { optional } from '../optional.js';
+import type { FilterAction, FilterRecord, FilterType } from '../ports/store.js';
+import type { AccountRef } from './auth.js';
+import type { ServiceContext } from './context.js';
+import { domainChain, emailKey, literalIp, normalizeFilterValue } from './filter-values.js';
+import { ipInRange, rangeBits } from './ip-ranges.js';
+import { invalidRequest, ServiceError } from './service-error.js';
+import { answering, optionalText, requireInteger, requireText } from './validate.js';
+
+export type FilterInfo = Omit<FilterRecord, 'accountId'>;
+
+export interface FilterList {
+  readonly filters: readonly FilterInfo[];
+  readonly total: number;
+  readonly page: number;
+  readonly perPage: number;
+}
+
+export interface NewFilter {
+  readonly value: string;
+  readonly type: FilterType;
+  readonly action: FilterAction;
+  readonly reason?: string;
+}
+
+/** The filters endpoints (DESIGN 5.4) and the matching verify runs before spending credits. */
+export interface Filters {
+  createFilter(caller: AccountRef, input: NewFilter): Promise<FilterInfo>;
+  listFilters(
+    caller: AccountRef,
+    query?: { type?: FilterType; page?: number; perPage?: number },
+  ): Promise<FilterList>;
+  deleteFilter(caller: AccountRef, id: string): Promise<{ id: string; deleted: true }>;
+  /** Email, then domain and parents, then IPs (DESIGN 5.4); a match's action decides. */
+  match(
+    accountId: string,
+    parsed: ParsedAddress,
+    signal: AbortSignal | undefined,
+  ): Promise<FilterAction | undefined>;
+}
+
+export const FILTERS_PER_PAGE = 25;
+export const MAX_FILTERS_PER_PAGE = 100;
+const FILTER_TYPES: readonly FilterType[] = ['email', 'domain', 'ip_address'];
+const FILTER_ACTIONS: readonly FilterAction[] = ['block', 'allow'];
+/** MX hosts whose addresses are matched against IP filters, as many as the prober tries. */
+const MX_HOSTS_FOR_IP_FILTERS = 3;
+
+/** Refuses a filter type that is not one of FILTER_TYPES, naming the field. */
+function requireFilterType(type: unknown): asserts type is FilterType {
+  if (!FILTER_TYPES.includes(type as FilterType)) {
+    throw invalidRequest('filter_type', `filter_type must be one of ${FILTER_TYPES.join(', ')}`);
+  }
+}
+
+export function createFilters(ctx: ServiceContext): Filters {
+  const { store, clock, engine } = ctx;
+
+  async function mailHostIps(domain: string, signal: AbortSignal | undefined): Promise<string[]> {
+    const { dns } = engine;
+    if (dns.offline === true || dns.addresses === undefined) return [];
+    const hosts = mailHosts(await dns.mx(domain, signal)).slice(0, MX_HOSTS_FOR_IP_FILTERS);
+    const lists = await Promise.all(
+      hosts.map((host) => dns.addresses?.(host.exchange, signal) ?? []),
+    );
+    return lists.flat();
+  }
+
+  return {
+    async match(accountId, parsed, signal) {
+      const [email] = await store.findFilters(accountId, 'email', [emailKey(parsed)]);
+      if (email !== undefined) return email.action;
+      if (!parsed.domainLiteral) {
+        const chain = domainChain(parsed.asciiDomain);
+        const domains = await store.findFilters(accountId, 'domain', chain);
+        for (const domain of chain) {
+          const match = domains.find((filter) => filter.value === domain);
+          if (match !== undefined) return match.action;
+        }
+      }
+      const ranges = await store.findFilters(accountId, 'ip_address');
+      if (ranges.length === 0) return undefined;
+      const ips = parsed.domainLiteral
+        ? [literalIp(parsed.asciiDomain)].filter((ip) => ip !== undefined)
+        : await mailHostIps(parsed.asciiDomain, signal);
+      return mostSpecificRange(ranges, ips)?.action;
+    },
+
+    createFilter: (caller, input) =>
+      answering(async () => {
+        if (typeof input !== 'object' || input === null)
+          throw invalidRequest('filter', 'expected an object');
+        requireFilterType(input.type);
+        if (!FILTER_ACTIONS.includes(input.action)) {
+          throw invalidRequest('action', 'action must be block or allow');
+        }
+        const normalized = normalizeFilterValue(
+          input.type,
+          requireText(input.value, 'value', 1024),
+        );
+        if (!normalized.ok) throw invalidRequest('value', normalized.message);
+        const record: FilterRecord = {
+          id: ctx.newId('flt'),
+          accountId: caller.accountId,
+          type: input.type,
+          value: normalized.value,
+          action: input.action,
+          reason: optionalText(input.reason, 'reason', 500),
+          createdAt: clock.now(),
+        };
+        if ((await store.insertFilter(record)) === 'duplicate') {
+          throw new ServiceError(
+            'conflict',
+            `A ${record.type} filter for ${record.value} exists already.`,
+            {
+              filter_type: record.type,
+              value: record.value,
+            },
+          );
+        }
+        return filterInfo(record);
+      }),
+
+    listFilters: (caller, query = {}) =>
+      answering(async () => {
+        if (query.type !== undefined) requireFilterType(query.type);
+        const page = requireInteger(query.page ?? 1, 'page', 1, 1_000_000);
+        const perPage = requireInteger(
+          query.perPage ?? FILTERS_PER_PAGE,
+          'per_page',
+          1,
+          MAX_FILTERS_PER_PAGE,
+        );
+        const found = await store.listFilters(caller.accountId, {
+          ...optional('type', query.type),
+          offset: (page - 1) * perPage,
+          limit: perPage,
+        });
+        return { filters: found.filters.map(filterInfo), total: found.total, page, perPage };
+      }),
+
+    deleteFilter: (caller, id) =>
+      answering(async () => {
+        const filterId = requireText(id, 'id');
+        if (!(await store.deleteFilter(caller.accountId, filterId))) {
+          throw new ServiceError('not_found', `No filter ${filterId}.`);
+        }
+        return { id: filterId, deleted: true as const };
+      }),
+  };
+}
+
+function filterInfo({ accountId: _accountId, ...info }: FilterRecord): FilterInfo {
+  return info;
+}
+
+/** The longest matching range wins; between equally long ones, block wins over allow. */
+function mostSpecificRange(
+  ranges: readonly FilterRecord[],
+  ips: readonly string[],
+): FilterRecord | undefined {
+  let best: FilterRecord | undefined;
+  let bestBits = -1;
+  for (const range of ranges) {
+    if (!ips.some((ip) => ipInRange(ip, range.value))) continue;
+    const bits = rangeBits(range.value);
+    if (bits > bestBits || (bits === bestBits && range.action === 'block')) {
+      best = range;
+      bestBits = bits;
+    }
+  }
+  return best;
+}
