@@ -34,3 +34,22 @@ function periodStart(year: number, month: number, anchorDay: number): number {
   const lastDay = new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
   return Date.UTC(year, month, Math.min(anchorDay, lastDay));
 }
+
+/** A billing period in the account object's wire form (DESIGN 5.3). */
+export interface BillingPeriodDates {
+  /** The first day, `YYYY-MM-DD` (UTC). */
+  readonly start: string;
+  /** The last day, inclusive: the day before the next period starts. */
+  readonly end: string;
+}
+
+const DAY_MS = 86_400_000;
+
+/** The period's first and last days as `YYYY-MM-DD` (UTC), the end inclusive. */
+export function billingPeriodDates(period: BillingPeriod): BillingPeriodDates {
+  return { start: isoDay(period.start), end: isoDay(period.end - DAY_MS) };
+}
+
+function isoDay(epochMs: number): string {
+  return new Date(epochMs).toISOString().slice(0, 10);
+}

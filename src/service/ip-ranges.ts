@@ -60,6 +60,57 @@ export function rangeBits(range: CanonicalRange): number {
   return range.includes(':') ? 128 : 32;
 }
 
+/** An IP family: the width of its addresses in bits. */
+export type FamilyWidth = 32 | 128;
+
+/** The family width and prefix length of a canonical range (a bare address is a full-length one). */
+export function rangeShape(range: CanonicalRange): { width: FamilyWidth; bits: number } {
+  const width: FamilyWidth = range.includes(':') ? 128 : 32;
+  const slash = range.indexOf('/');
+  return { width, bits: slash === -1 ? width : Number(range.slice(slash + 1)) };
+}
+
+/**
+ * How many addresses a canonical range holds, as a power of two: 0 for a single host, 8 for an
+ * IPv4 /24 or an IPv6 /120. Ranges of the two families compare by this (DESIGN 5.4): the range
+ * holding fewer addresses is the more specific, so an IPv4 host filter (2^0) outranks an IPv6
+ * /33 (2^95) although 33 > 32.
+ */
+export function rangeHostBits(range: CanonicalRange): number {
+  const { width, bits } = rangeShape(range);
+  return width - bits;
+}
+
+/**
+ * The canonical ranges of each prefix length in `prefixes` that contain `ip`, in the form
+ * `canonicalRange` writes them (so they can be looked up as filter values): the matching
+ * ranges of any prefix length, found by lookup rather than by a scan of every range. `ip` is
+ * canonical (IPv4-mapped addresses already IPv4); prefixes longer than its family are skipped.
+ */
+export function containingRanges(ip: string, prefixes: readonly number[]): CanonicalRange[] {
+  const address = parseStrictIp(ip);
+  if (address === undefined) return [];
+  const probe = unmapped(address);
+  const bytes = probe.toByteArray();
+  const width = bytes.length * 8;
+  const ranges: CanonicalRange[] = [];
+  for (const bits of prefixes) {
+    if (!Number.isInteger(bits) || bits < 0 || bits > width) continue;
+    if (bits === width) {
+      ranges.push(probe.toString());
+      continue;
+    }
+    const masked = bytes.map((byte, index) => {
+      const kept = bits - index * 8;
+      if (kept >= 8) return byte;
+      if (kept <= 0) return 0;
+      return byte & (0xff << (8 - kept)) & 0xff;
+    });
+    ranges.push(`${ipaddr.fromByteArray(masked).toString()}/${bits}`);
+  }
+  return ranges;
+}
+
 /**
  * The key under which an end user's requests are counted: the IPv4 address, or the /64 of an
  * IPv6 address, since one IPv6 subscriber is handed a whole /64 and could otherwise take a new

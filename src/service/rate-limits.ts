@@ -10,8 +10,11 @@ export interface RateLimitStatus {
   /** The per-minute limit of the key's plan. */
   readonly limit: number;
   readonly remaining: number;
-  /** Epoch milliseconds when the minute window ends. */
-  readonly resetAt: number;
+  /**
+   * When the window reported resets, in Unix seconds (an integer, rounded up so that the
+   * window has ended by then): the minute window's, or on a refusal the refusing window's.
+   */
+  readonly reset: number;
 }
 
 /** The per-key minute and day windows, and the per-end-user day window of public keys. */
@@ -28,9 +31,15 @@ export interface RateLimits {
 
 /**
  * Rate limits on the store's counters (rate-limiter-flexible underneath). Windows are fixed,
- * starting at a key's first request in them. The minute window is counted first and a request
- * it refuses is not counted against the day, so a client hammering through its 429s does not
- * burn its daily quota; requests refused by the day limit still count in their minute.
+ * starting at a key's first request in them. Each window is counted only once every window
+ * before it has admitted the request, so a refusal counts against the refusing window and those
+ * before it, never after:
+ * - a public key's end user is counted first: a visitor refused for their own 10 a day spends
+ *   nothing of the key's minute or day, so one visitor can never use up the key for the others
+ *   (DESIGN 5.1);
+ * - the minute before the day: a client hammering through its 429s does not burn its daily
+ *   quota; requests refused by the day limit still count in their minute.
+ * A refusal reports the window that refused: remaining 0, reset and retry-after at its end.
  */
 export function createRateLimits(
   store: Store,
@@ -42,23 +51,22 @@ export function createRateLimits(
 
   return {
     async admit(keyId, plan, endUser) {
-      const minute = await perMinute.hit(keyId);
-      const status = statusOf(plan, minute);
-      if (minute.count > plan.perMinute)
-        throw exceeded(`${plan.perMinute} requests a minute`, minute, status);
-      const day = await perDay.hit(keyId);
-      if (day.count > plan.perDay) throw exceeded(`${plan.perDay} requests a day`, day, status);
       if (endUser !== undefined) {
         const user = await perEndUser.hit(`${keyId}:${endUser}`);
         if (user.count > publicDailyLimit) {
           throw exceeded(
             `${publicDailyLimit} requests a day from one client with a public key`,
+            plan,
             user,
-            status,
           );
         }
       }
-      return status;
+      const minute = await perMinute.hit(keyId);
+      if (minute.count > plan.perMinute)
+        throw exceeded(`${plan.perMinute} requests a minute`, plan, minute);
+      const day = await perDay.hit(keyId);
+      if (day.count > plan.perDay) throw exceeded(`${plan.perDay} requests a day`, plan, day);
+      return statusOf(plan, minute);
     },
     async status(keyId, plan) {
       return statusOf(plan, await perMinute.peek(keyId));
@@ -66,20 +74,26 @@ export function createRateLimits(
   };
 }
 
+/** Unix seconds of an epoch-milliseconds instant, rounded up: the window has ended by then. */
+export function unixSeconds(epochMs: number): number {
+  return Math.ceil(epochMs / 1000);
+}
+
 function statusOf(plan: Plan, minute: WindowCount): RateLimitStatus {
   return {
     limit: plan.perMinute,
     remaining: Math.max(plan.perMinute - minute.count, 0),
-    resetAt: minute.resetAt,
+    reset: unixSeconds(minute.resetAt),
   };
 }
 
-function exceeded(limit: string, window: WindowCount, status: RateLimitStatus): ServiceError {
+function exceeded(limit: string, plan: Plan, window: WindowCount): ServiceError {
+  // The counters' windows run on Date.now (rate-limiter-flexible's clock), so this does too.
   const retryAfter = Math.max(Math.ceil((window.resetAt - Date.now()) / 1000), 1);
   return new ServiceError(
     'rate_limit_exceeded',
     `Rate limit exceeded: at most ${limit}. Retry after ${retryAfter} s.`,
     { retry_after: retryAfter },
-    { rateLimit: status },
+    { rateLimit: { limit: plan.perMinute, remaining: 0, reset: unixSeconds(window.resetAt) } },
   );
 }

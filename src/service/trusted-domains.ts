@@ -1,3 +1,4 @@
+import { getDomain } from 'tldts';
 import { parseDomain } from '../address/domain.js';
 
 const ANY_HOST_RULES = { allowDomainLiteral: false, globallyDeliverable: false } as const;
@@ -5,13 +6,24 @@ const ANY_HOST_RULES = { allowDomainLiteral: false, globallyDeliverable: false }
 /**
  * Normalizes a public key's trusted-domain pattern: `example.com` (that host only) or
  * `*.example.com` (its subdomains, not the domain itself), IDN to A-labels, lowercase.
- * Undefined when the pattern is neither.
+ * Undefined when the pattern is neither, or names a public suffix (DESIGN 5.1): `com`,
+ * `*.com`, `*.co.uk` or `*.github.io` would trust pages anyone can put up.
  */
 export function canonicalTrustedDomain(pattern: string): string | undefined {
   const wildcard = pattern.startsWith('*.');
   const parsed = parseDomain(wildcard ? pattern.slice(2) : pattern, ANY_HOST_RULES);
-  if (!parsed.ok || parsed.literal) return undefined;
+  if (!parsed.ok || parsed.literal || isPublicSuffix(parsed.ascii)) return undefined;
   return wildcard ? `*.${parsed.ascii}` : parsed.ascii;
+}
+
+/**
+ * Whether `host` (lowercase A-labels) is a public suffix: it has no registrable domain under
+ * the public suffix list, private section included (github.io hands out its subdomains to
+ * anyone, as co.uk does). A name under no listed suffix follows the list's default rule, so a
+ * single label (`localhost`, `intranet`) counts as a suffix too.
+ */
+export function isPublicSuffix(host: string): boolean {
+  return getDomain(host, { allowPrivateDomains: true, extractHostname: false }) === null;
 }
 
 /**

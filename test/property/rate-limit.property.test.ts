@@ -49,6 +49,9 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+const byReset = (a: { reset: number } | undefined, b: { reset: number } | undefined) =>
+  (a?.reset ?? 0) - (b?.reset ?? 0);
+
 const stores: [string, () => Store][] = [
   ['memory', () => createMemoryStore()],
   ['sqlite', () => createSqliteStore(':memory:')],
@@ -79,9 +82,10 @@ describe.each(stores)(
                 vi.setSystemTime(now);
                 const expected = Array.from({ length: burst }, () => {
                   const m = minute.hit(now);
-                  if (m.count > plan.perMinute) return { admitted: false, minute: m };
+                  if (m.count > plan.perMinute) return { admitted: false, minute: m, refusal: m };
                   const d = day.hit(now);
-                  return { admitted: d.count <= plan.perDay, minute: m };
+                  const admitted = d.count <= plan.perDay;
+                  return { admitted, minute: m, refusal: admitted ? undefined : d };
                 });
                 const outcomes = await Promise.allSettled(
                   Array.from({ length: burst }, () =>
@@ -97,20 +101,31 @@ describe.each(stores)(
                       (b as { remaining: number }).remaining -
                       (a as { remaining: number }).remaining,
                   );
+                // X-RateLimit-Reset: Unix seconds, rounded up.
                 expect(figures).toEqual(
                   expected
                     .filter((e) => e.admitted)
                     .map((e) => ({
                       limit: plan.perMinute,
                       remaining: Math.max(plan.perMinute - e.minute.count, 0),
-                      resetAt: e.minute.resetAt,
+                      reset: Math.ceil(e.minute.resetAt / 1000),
                     })),
                 );
-                for (const outcome of outcomes) {
-                  if (outcome.status === 'rejected') {
-                    expect((outcome.reason as ServiceError).code).toBe('rate_limit_exceeded');
-                  }
-                }
+                // A refusal reports the window that refused (the minute's or the day's).
+                const refusals = outcomes
+                  .filter((o) => o.status === 'rejected')
+                  .map((o) => (o as PromiseRejectedResult).reason as ServiceError);
+                for (const error of refusals) expect(error.code).toBe('rate_limit_exceeded');
+                expect(refusals.map((error) => error.rateLimit).sort(byReset)).toEqual(
+                  expected
+                    .flatMap((e) => (e.refusal === undefined ? [] : [e.refusal]))
+                    .map((window) => ({
+                      limit: plan.perMinute,
+                      remaining: 0,
+                      reset: Math.ceil(window.resetAt / 1000),
+                    }))
+                    .sort(byReset),
+                );
               }
             } finally {
               await service.store.close();

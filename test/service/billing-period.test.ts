@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { billingPeriod } from '../../src/service/billing-period.js';
+import { billingPeriod, billingPeriodDates } from '../../src/service/billing-period.js';
 import { PLANS, isPlanName } from '../../src/service/plans.js';
 import { fcParams } from '../helpers/fast-check.js';
 
@@ -55,6 +55,39 @@ describe('billingPeriod', () => {
           expect(days).toBeGreaterThanOrEqual(28);
           expect(days).toBeLessThanOrEqual(31);
           expect(billingPeriod(anchor, period.end).start).toBe(period.end);
+        },
+      ),
+      fcParams(),
+    );
+  });
+});
+
+describe('billingPeriodDates', () => {
+  it('writes the period as YYYY-MM-DD (UTC), the end being its last day, inclusive', () => {
+    expect(billingPeriodDates(billingPeriod(31, utc('2026-03-01')))).toEqual({
+      start: '2026-02-28',
+      end: '2026-03-30',
+    });
+    expect(billingPeriodDates(billingPeriod(1, utc('2026-12-31') + 86_399_999))).toEqual({
+      start: '2026-12-01',
+      end: '2026-12-31',
+    });
+  });
+
+  it('chains: the day after a period ends starts the next one', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 31 }),
+        fc.integer({ min: Date.UTC(1990, 0, 1), max: Date.UTC(2200, 0, 1) }),
+        (anchor, now) => {
+          const period = billingPeriod(anchor, now);
+          const dates = billingPeriodDates(period);
+          expect(dates.start).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+          expect(utc(dates.start)).toBe(period.start);
+          expect(utc(dates.end) + 86_400_000).toBe(period.end);
+          expect(billingPeriodDates(billingPeriod(anchor, period.end)).start).toBe(
+            new Date(period.end).toISOString().slice(0, 10),
+          );
         },
       ),
       fcParams(),

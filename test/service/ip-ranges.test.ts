@@ -1,11 +1,16 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   canonicalIp,
   canonicalRange,
   clientKey,
+  containingRanges,
   ipInRange,
   rangeBits,
+  rangeHostBits,
+  rangeShape,
 } from '../../src/service/ip-ranges.js';
+import { fcParams } from '../helpers/fast-check.js';
 
 describe('IP addresses and ranges', () => {
   it('canonicalizes addresses and refuses ambiguous spellings', () => {
@@ -43,5 +48,49 @@ describe('IP addresses and ranges', () => {
     expect(clientKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
     expect(clientKey('203.0.113.9')).toBe('203.0.113.9');
     expect(clientKey('junk')).toBeUndefined();
+  });
+});
+
+describe('ranges found by lookup', () => {
+  it('writes the containing range of each prefix length exactly as canonicalRange does', () => {
+    // Addresses as any spelling of either family, IPv4-mapped IPv6 included; each is matched
+    // in its canonical form (a mapped address as the IPv4 address it carries).
+    const anyIp = fc.oneof(
+      fc.ipV4(),
+      fc.ipV6(),
+      fc.ipV4().map((ip) => `::ffff:${ip}`),
+    );
+    fc.assert(
+      fc.property(anyIp, (ip) => {
+        const plain = canonicalIp(ip) as string;
+        const width = plain.includes(':') ? 128 : 32;
+        const prefixes = Array.from({ length: width + 1 }, (_, bits) => bits);
+        const ranges = containingRanges(ip, prefixes);
+        expect(ranges).toEqual(prefixes.map((bits) => canonicalRange(`${plain}/${bits}`)));
+        for (const range of ranges) expect(ipInRange(ip, range)).toBe(true);
+      }),
+      fcParams({ numRuns: 200 }),
+    );
+  });
+
+  it('skips prefixes longer than the family and answers nothing for a non-address', () => {
+    expect(containingRanges('192.0.2.77', [24, 33, 64, 32])).toEqual([
+      '192.0.2.0/24',
+      '192.0.2.77',
+    ]);
+    expect(containingRanges('2001:db8:1:2::9', [64, 128])).toEqual([
+      '2001:db8:1:2::/64',
+      '2001:db8:1:2::9',
+    ]);
+    expect(containingRanges('not an ip', [0])).toEqual([]);
+  });
+
+  it('ranks ranges of both families by how many addresses they hold', () => {
+    expect(rangeShape('192.0.2.7')).toEqual({ width: 32, bits: 32 });
+    expect(rangeShape('2001:db8::/33')).toEqual({ width: 128, bits: 33 });
+    // An IPv4 host is more specific than an IPv6 /33, although 33 > 32.
+    expect(rangeHostBits('192.0.2.7')).toBeLessThan(rangeHostBits('2001:db8::/33'));
+    expect(rangeHostBits('2001:db8::1')).toBe(0);
+    expect(rangeHostBits('10.0.0.0/8')).toBe(24);
   });
 });

@@ -16,6 +16,17 @@ describe('trusted domains of public keys', () => {
     expect(hostTrusted('example.com', ['example.com'])).toBe(true);
   });
 
+  it('refuses a public suffix, bare or as a wildcard (DESIGN 5.1)', () => {
+    for (const pattern of ['com', '*.com', 'co.uk', '*.co.uk', '*.github.io', 'CO.UK', '*.рф']) {
+      expect(canonicalTrustedDomain(pattern)).toBeUndefined();
+    }
+    // A registrable domain, or a site under a private suffix, is a site of its own.
+    expect(canonicalTrustedDomain('example.co.uk')).toBe('example.co.uk');
+    expect(canonicalTrustedDomain('*.example.co.uk')).toBe('*.example.co.uk');
+    expect(canonicalTrustedDomain('alice.github.io')).toBe('alice.github.io');
+    expect(canonicalTrustedDomain('*.пример.рф')).toBe('*.xn--e1afmkfd.xn--p1ai');
+  });
+
   it('reads the page host from Origin, else Referer, http(s) only', () => {
     expect(requestHost('https://Shop.Example.com:8443', undefined)).toBe('shop.example.com');
     expect(requestHost(null, 'https://a.example.com./path')).toBe('a.example.com');
