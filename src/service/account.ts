@@ -1,7 +1,7 @@
 import { parseAddress } from '../address/parse.js';
 import type { AccountRecord, CreditBalance } from '../ports/store.js';
 import type { Caller } from './auth.js';
-import { billingPeriod } from './billing-period.js';
+import { billingPeriod, billingPeriodDates } from './billing-period.js';
 import { fileLedger } from './charging.js';
 import { accountOf, type ServiceContext } from './context.js';
 import { isPlanName, PLAN_NAMES, PLANS, type PlanName } from './plans.js';
@@ -19,6 +19,7 @@ export interface AccountObject {
   readonly plan: PlanName;
   readonly credits: { readonly available: number; readonly used: number; readonly total: number };
   readonly rate_limit: { readonly per_minute: number; readonly remaining: number };
+  /** `YYYY-MM-DD` (UTC); `end` is the period's last day, inclusive. */
   readonly billing_period: { readonly start: string; readonly end: string };
 }
 
@@ -117,10 +118,7 @@ export function createAccounts(ctx: ServiceContext): Accounts {
           plan: account.plan,
           credits: { available: credits.available, used: credits.used, total: credits.total },
           rate_limit: { per_minute: plan.perMinute, remaining: rate.remaining },
-          billing_period: {
-            start: new Date(period.start).toISOString(),
-            end: new Date(period.end).toISOString(),
-          },
+          billing_period: billingPeriodDates(period),
         };
       }),
   };

@@ -161,9 +161,14 @@ export function createAuth(ctx: ServiceContext): Auth {
           trustedDomains: key.trustedDomains,
         });
         const now = clock.now();
+        // A grace period only ever shortens: rotating again during one (a retried deployment,
+        // a second rotation) must not keep a leaked old key alive longer (DESIGN 5.1).
+        const ends = now + graceSeconds * 1000;
         await store.updateKey(
           key.id,
-          graceSeconds === 0 ? { revokedAt: now } : { expiresAt: now + graceSeconds * 1000 },
+          graceSeconds === 0
+            ? { revokedAt: now }
+            : { expiresAt: key.expiresAt === null ? ends : Math.min(key.expiresAt, ends) },
         );
         return replacement;
       }),

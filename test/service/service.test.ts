@@ -78,8 +78,9 @@ describe('accounts', () => {
       plan: 'starter',
       credits: { available: 38, used: 2, total: 40 },
       rate_limit: { per_minute: 60, remaining: 59 },
-      // Anchored on the 31st: January's period ends on Feb 28, the month's last day.
-      billing_period: { start: '2026-01-31T00:00:00.000Z', end: '2026-02-28T00:00:00.000Z' },
+      // Anchored on the 31st: January's period runs to Feb 27 inclusive, the next one
+      // starting on Feb 28, the month's last day (DESIGN 5.3: YYYY-MM-DD, end inclusive).
+      billing_period: { start: '2026-01-31', end: '2026-02-27' },
     });
     expect(accountId).toBe(caller.accountId);
   });
