@@ -29,6 +29,7 @@ export type RiskFactor =
   | 'no_reply'
   | 'confusable'
   | 'no_mx'
+  | 'nxdomain'
   | 'null_mx'
   | 'catch_all'
   | 'mailbox_full'

@@ -15,12 +15,13 @@ const FOUND = pass('mx');
 const IMPLICIT = pass('mx', 'implicit_mx');
 const NULL_MX = fail('mx', 'null_mx', 'null_mx');
 const NO_MX = fail('mx', 'no_mx', 'no_mx');
-const NXDOMAIN = fail('mx', 'nxdomain', 'no_mx');
+const NXDOMAIN = fail('mx', 'nxdomain', 'nxdomain');
 const DNS_FAILURE = {
   timeout: unknown('mx', 'dns_timeout', 'dns_unavailable'),
   servfail: unknown('mx', 'dns_servfail', 'dns_unavailable'),
   refused: unknown('mx', 'dns_refused', 'dns_unavailable'),
   error: unknown('mx', 'dns_error', 'dns_unavailable'),
+  unreliable: unknown('mx', 'dns_unreliable', 'dns_unavailable'),
 } as const;
 
 /**

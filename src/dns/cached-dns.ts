@@ -81,6 +81,7 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
 
   const innerAddresses = inner.addresses?.bind(inner);
   return {
+    ...optional('health', inner.health?.bind(inner)),
     mx: cached((domain) => inner.mx(domain), mxTtl),
     // Every SMTP session resolves its MX host: a batch over one domain opens many sessions.
     // No addresses may mean a failed lookup, so an empty answer is kept like a failure.

@@ -48,6 +48,7 @@ export const FACTOR_WEIGHTS: Readonly<Record<RiskFactor, number>> = {
   confusable: 20,
   disposable: 20,
   no_mx: 0,
+  nxdomain: 0,
   null_mx: 0,
   smtp_rejected: 0,
 };

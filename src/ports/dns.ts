@@ -25,7 +25,24 @@ export type MxAnswer =
   /** The Dns port is offline by design and opened no socket. */
   | { readonly kind: 'offline' };
 
-export type DnsFailureCode = 'timeout' | 'servfail' | 'refused' | 'error';
+/** `unreliable`: the resolver failed its canary check (DESIGN 4), so its answer is no evidence. */
+export type DnsFailureCode = 'timeout' | 'servfail' | 'refused' | 'error' | 'unreliable';
+
+/**
+ * Whether the resolver tells the truth, by its canary check (dns/canary-dns.ts): `lying` when
+ * it denies names that exist or answers for names that do not, `unreachable` when the check
+ * got no answers at all, `unchecked` before any answer needed checking.
+ */
+export type DnsHealth =
+  | { readonly status: 'unchecked' }
+  | { readonly status: 'healthy' | 'unreachable'; readonly checkedAt: number }
+  | {
+      readonly status: 'lying';
+      readonly problem: 'denies_existing_names' | 'answers_nonexistent_names';
+      /** What is wrong and what it does to verdicts, for a log or a terminal. */
+      readonly message: string;
+      readonly checkedAt: number;
+    };
 
 /** The DNS port: every engine gets one at construction. */
 export interface Dns {
@@ -41,4 +58,6 @@ export interface Dns {
    * or they could not be had. Optional: a Dns without it leaves the prober no host to reach.
    */
   addresses?(host: string, signal?: AbortSignal): Promise<readonly string[]>;
+  /** The resolver's health by its canary, for a Dns that checks itself. */
+  health?(): DnsHealth;
 }

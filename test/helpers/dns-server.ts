@@ -18,9 +18,13 @@ export interface TestDnsServer {
 
 /**
  * A real authoritative-style DNS server on UDP loopback (port picked by the OS), answering
- * from a zone table. An unknown name is NXDOMAIN.
+ * from a zone table. An unknown name gets `otherwise`: NXDOMAIN unless told (a resolver that
+ * lies answers every name).
  */
-export async function startDnsServer(zone: Record<string, ZoneEntry>): Promise<TestDnsServer> {
+export async function startDnsServer(
+  zone: Record<string, ZoneEntry>,
+  otherwise: ZoneEntry = { rcode: 'NXDOMAIN' },
+): Promise<TestDnsServer> {
   const socket: Socket = createSocket('udp4');
   const questions: string[] = [];
   socket.on('message', (message, remote) => {
@@ -33,11 +37,11 @@ export async function startDnsServer(zone: Record<string, ZoneEntry>): Promise<T
     const question = query.questions?.[0];
     if (question === undefined) return;
     questions.push(`${question.type} ${question.name}`);
-    const entry = zone[question.name.toLowerCase()];
-    if (entry !== undefined && 'silent' in entry) return;
-    const rcode = entry === undefined ? 'NXDOMAIN' : 'rcode' in entry ? entry.rcode : 'NOERROR';
+    const entry = zone[question.name.toLowerCase()] ?? otherwise;
+    if ('silent' in entry) return;
+    const rcode = 'rcode' in entry ? entry.rcode : 'NOERROR';
     const answers: dnsPacket.Answer[] = [];
-    if (entry !== undefined && !('rcode' in entry)) {
+    if (!('rcode' in entry)) {
       if (question.type === 'MX') {
         for (const mx of entry.mx ?? [])
           answers.push({ type: 'MX', name: question.name, ttl: 60, data: mx });

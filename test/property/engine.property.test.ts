@@ -16,6 +16,7 @@ const FACTORS: RiskFactor[] = [
   'no_reply',
   'confusable',
   'no_mx',
+  'nxdomain',
   'null_mx',
   'catch_all',
   'mailbox_full',

@@ -1,0 +1,134 @@
+import { systemClock, type Clock } from '../ports/clock.js';
+import type { Dns, DnsHealth, MxAnswer } from '../ports/dns.js';
+import { optional } from '../optional.js';
+
+export interface DnsCanaryOptions {
+  /**
+   * Domains that surely receive mail: at least one must resolve. Default: a few of the
+   * largest mail domains, which no working resolver calls nonexistent.
+   */
+  readonly mustExist?: readonly string[];
+  /** A name that surely does not exist, made anew for each check. Default: a random `.com` name. */
+  readonly mustNotExist?: () => string;
+  /** How long a healthy check is trusted. Default 10 minutes. */
+  readonly healthyForMs?: number;
+  /** How soon a failed check is repeated, so a recovered resolver is noticed. Default 30 s. */
+  readonly recheckFailedMs?: number;
+  /** Told once each time the resolver's health changes (lying, then healthy again). */
+  readonly onChange?: (health: DnsHealth) => void;
+  readonly clock?: Clock;
+}
+
+export const DEFAULT_CANARY_DOMAINS: readonly string[] = Object.freeze([
+  'gmail.com',
+  'outlook.com',
+  'yahoo.com',
+]);
+const HEALTHY_FOR_MS = 600_000;
+const RECHECK_FAILED_MS = 30_000;
+
+/** What a lying resolver's answers become: no evidence either way. */
+const UNRELIABLE: MxAnswer = Object.freeze({ kind: 'failure', code: 'unreliable' });
+
+/**
+ * Puts a canary in front of a Dns. A sandbox or captive network answers NXDOMAIN for every
+ * name, and some ISP resolvers answer an address for names that do not exist: believed, the
+ * first makes gmail.com undeliverable and the second makes every typo deliverable. So before
+ * an NXDOMAIN or an implicit-MX answer is taken as evidence, the resolver is checked once
+ * (then again only when the check expires): a name that must exist has to resolve, and a
+ * random name must not. While it fails, those answers become a failure (`unreliable`), never
+ * a verdict. Record answers are passed through: a resolver inventing MX records is not a
+ * failure this catches. The check costs nothing until a suspicious answer arrives.
+ */
+export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns {
+  const clock = options.clock ?? systemClock;
+  const mustExist = options.mustExist ?? DEFAULT_CANARY_DOMAINS;
+  const mustNotExist = options.mustNotExist ?? randomName;
+  const healthyForMs = options.healthyForMs ?? HEALTHY_FOR_MS;
+  const recheckFailedMs = options.recheckFailedMs ?? RECHECK_FAILED_MS;
+  let health: DnsHealth = { status: 'unchecked' };
+  let validUntil = -Infinity;
+  let checking: Promise<DnsHealth> | undefined;
+
+  function currentHealth(): Promise<DnsHealth> {
+    if (clock.now() < validUntil) return Promise.resolve(health);
+    checking ??= check().then(
+      (next) => {
+        checking = undefined;
+        validUntil = clock.now() + (next.status === 'healthy' ? healthyForMs : recheckFailedMs);
+        // Said once when the resolver starts lying and once when it stops: never per address.
+        const turned = (health.status === 'lying') !== (next.status === 'lying');
+        health = next;
+        if (turned) options.onChange?.(next);
+        return next;
+      },
+      (error: unknown) => {
+        checking = undefined;
+        throw error;
+      },
+    );
+    return checking;
+  }
+
+  async function check(): Promise<DnsHealth> {
+    const [existing, invented] = await Promise.all([
+      Promise.all(mustExist.map((domain) => inner.mx(domain))),
+      inner.mx(mustNotExist()),
+    ]);
+    const checkedAt = clock.now();
+    if (existing.length > 0 && existing.every(deniesExistence)) {
+      return {
+        status: 'lying',
+        problem: 'denies_existing_names',
+        message:
+          `The DNS resolver says ${mustExist.join(', ')} do not exist: it is not answering ` +
+          'truthfully (a sandbox or a captive network?). Until it does, nonexistent domains are ' +
+          'reported as risky (no_connect, dns_unavailable), never undeliverable.',
+        checkedAt,
+      };
+    }
+    if (invented.kind === 'records' || invented.kind === 'implicit') {
+      return {
+        status: 'lying',
+        problem: 'answers_nonexistent_names',
+        message:
+          'The DNS resolver answers for names that do not exist (NXDOMAIN rewriting). Until it ' +
+          'stops, domains known only by an address record are reported as risky (no_connect, ' +
+          'dns_unavailable), never deliverable.',
+        checkedAt,
+      };
+    }
+    // A resolver that cannot be reached answers every lookup with a failure anyway.
+    if (existing.every((answer) => answer.kind === 'failure')) {
+      return { status: 'unreachable', checkedAt };
+    }
+    return { status: 'healthy', checkedAt };
+  }
+
+  const innerAddresses = inner.addresses?.bind(inner);
+  return {
+    ...optional('offline', inner.offline),
+    health: () => health,
+    async mx(domain, signal) {
+      const answer = await inner.mx(domain, signal);
+      if (answer.kind !== 'nxdomain' && answer.kind !== 'implicit') return answer;
+      const { status } = await currentHealth();
+      return status === 'lying' ? UNRELIABLE : answer;
+    },
+    ...optional('addresses', innerAddresses),
+  };
+}
+
+function deniesExistence(answer: MxAnswer): boolean {
+  return answer.kind === 'nxdomain' || answer.kind === 'no_records' || answer.kind === 'null_mx';
+}
+
+const NAME_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
+/** 24 random letters and digits under .com: a name nobody has registered. */
+function randomName(): string {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(24));
+  let label = 'mv-canary-';
+  for (const byte of bytes) label += NAME_ALPHABET[byte % NAME_ALPHABET.length];
+  return `${label}.com`;
+}

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { createCanaryDns } from '../../src/dns/canary-dns.js';
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import type { DnsHealth, MxAnswer } from '../../src/ports/dns.js';
+
+const UNRELIABLE: MxAnswer = { kind: 'failure', code: 'unreliable' };
+
+function setup(zones: Parameters<typeof createMemoryDns>[0]) {
+  let now = 1_000_000;
+  const changes: DnsHealth[] = [];
+  const inner = createMemoryDns(zones);
+  const dns = createCanaryDns(inner, {
+    mustExist: ['big-mail.test'],
+    mustNotExist: () => 'surely-not-there.test',
+    healthyForMs: 60_000,
+    recheckFailedMs: 5_000,
+    clock: { now: () => now },
+    onChange: (health) => changes.push(health),
+  });
+  return { dns, inner, changes, advance: (ms: number) => (now += ms) };
+}
+
+describe('DNS canary (DESIGN 4)', () => {
+  it('passes NXDOMAIN through from a truthful resolver, checking it once', async () => {
+    const { dns, inner, changes } = setup({ 'big-mail.test': ['mx.big-mail.test'] });
+    expect(await dns.mx('gone.test')).toEqual({ kind: 'nxdomain' });
+    expect(await dns.mx('gone2.test')).toEqual({ kind: 'nxdomain' });
+    expect(dns.health?.().status).toBe('healthy');
+    expect(inner.queries.filter((q) => q === 'big-mail.test')).toHaveLength(1);
+    expect(changes).toEqual([]);
+  });
+
+  it('asks nothing extra while answers are records', async () => {
+    const { dns, inner } = setup({
+      'big-mail.test': ['mx.big-mail.test'],
+      'a.test': ['mx.a.test'],
+    });
+    expect((await dns.mx('a.test')).kind).toBe('records');
+    expect(inner.queries).toEqual(['a.test']);
+    expect(dns.health?.()).toEqual({ status: 'unchecked' });
+  });
+
+  it('turns NXDOMAIN into unreliable when the resolver denies a name that exists, and says so once', async () => {
+    const { dns, changes } = setup({});
+    for (let i = 0; i < 20; i++) expect(await dns.mx(`d${i}.test`)).toEqual(UNRELIABLE);
+    expect(changes).toHaveLength(1);
+    expect(changes[0]).toMatchObject({ status: 'lying', problem: 'denies_existing_names' });
+  });
+
+  it('turns implicit MX into unreliable when the resolver answers a name that cannot exist', async () => {
+    const { dns, changes } = setup({
+      'big-mail.test': ['mx.big-mail.test'],
+      'surely-not-there.test': { kind: 'implicit', host: 'surely-not-there.test' },
+      'typo.test': { kind: 'implicit', host: 'typo.test' },
+    });
+    expect(await dns.mx('typo.test')).toEqual(UNRELIABLE);
+    expect(changes[0]).toMatchObject({ status: 'lying', problem: 'answers_nonexistent_names' });
+  });
+
+  it('checks again after a failure, and reports the recovery once', async () => {
+    const { dns, inner, changes, advance } = setup({});
+    expect(await dns.mx('gone.test')).toEqual(UNRELIABLE);
+    inner.set('big-mail.test', ['mx.big-mail.test']);
+    // Within the recheck interval the old verdict on the resolver stands.
+    expect(await dns.mx('gone.test')).toEqual(UNRELIABLE);
+    advance(5_001);
+    expect(await dns.mx('gone.test')).toEqual({ kind: 'nxdomain' });
+    expect(changes.map((c) => c.status)).toEqual(['lying', 'healthy']);
+  });
+
+  it('calls an unreachable resolver unreachable, not lying', async () => {
+    const { dns, changes } = setup({
+      'big-mail.test': { kind: 'failure', code: 'timeout' },
+      'gone.test': { kind: 'nxdomain' },
+    });
+    expect(await dns.mx('gone.test')).toEqual({ kind: 'nxdomain' });
+    expect(dns.health?.().status).toBe('unreachable');
+    expect(changes).toEqual([]);
+  });
+
+  it('shares one check among concurrent lookups', async () => {
+    const { dns, inner } = setup({ 'big-mail.test': ['mx.big-mail.test'] });
+    await Promise.all(Array.from({ length: 30 }, (_, i) => dns.mx(`gone${i}.test`)));
+    expect(inner.queries.filter((q) => q === 'big-mail.test')).toHaveLength(1);
+  });
+});
