@@ -11,7 +11,7 @@ import type {
 import { literalAddress } from '../address/ip-literal.js';
 import { isSafeArgument } from '../smtp/commands.js';
 import { ConnectionLimits } from '../smtp/connection-limits.js';
-import { MAX_REPLY_BYTES, ReplyReader } from '../smtp/reply.js';
+import { MAX_REPLY_BYTES, ReplyReader, type SmtpReply } from '../smtp/reply.js';
 import {
   ProbeSession,
   type ProbeRecipient,
@@ -28,6 +28,8 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 export const BANNER_TIMEOUT_MS = 30_000;
 export const COMMAND_TIMEOUT_MS = 20_000;
 export const SESSION_DEADLINE_MS = 60_000;
+/** How long QUIT waits for its 221 (RFC 5321 4.1.1.10) before we close anyway. */
+export const QUIT_TIMEOUT_MS = 2_000;
 export const MAX_CONNECTIONS_PER_HOST = 2;
 export const MAX_CONNECTIONS = 50;
 export const RECIPIENTS_PER_SESSION = 50;
@@ -47,6 +49,8 @@ export interface NodeSmtpOptions {
   readonly commandTimeoutMs?: number;
   /** Deadline of one whole session, connect to QUIT. */
   readonly sessionDeadlineMs?: number;
+  /** Wait for the 221 after QUIT; the answers are known by then, so this only bounds politeness. */
+  readonly quitTimeoutMs?: number;
   /** Opportunistic STARTTLS (default true) and whether certificates must verify (false). */
   readonly tls?: { readonly startTls?: boolean; readonly rejectUnauthorized?: boolean };
   readonly maxReplyBytes?: number;
@@ -118,6 +122,7 @@ function resolveOptions(options: NodeSmtpOptions): Resolved {
     bannerTimeoutMs: options.bannerTimeoutMs ?? BANNER_TIMEOUT_MS,
     commandTimeoutMs: options.commandTimeoutMs ?? COMMAND_TIMEOUT_MS,
     sessionDeadlineMs: options.sessionDeadlineMs ?? SESSION_DEADLINE_MS,
+    quitTimeoutMs: options.quitTimeoutMs ?? QUIT_TIMEOUT_MS,
     startTls: options.tls?.startTls ?? true,
     rejectUnauthorized: options.tls?.rejectUnauthorized ?? false,
     maxReplyBytes: options.maxReplyBytes ?? MAX_REPLY_BYTES,
@@ -176,24 +181,48 @@ async function probeChunk(
       last = { class: 'no_connect', reply: null, host };
       continue;
     }
-    const session = await sessionOnHost(
-      open.map((index) => recipients[index] as ProbeRecipient),
-      target,
-      host,
-      options,
-      limits,
-      countConnection,
-      signal,
-    );
-    session.answers.forEach((answer, position) => {
-      if (answer !== undefined) answers[open[position] as number] = { ...answer, host };
-    });
-    const failure = session.failure;
+    const failure = await askHost(open, target, host);
     if (failure === undefined) continue;
-    last = { class: failureClass(failure), reply: session.failureReply, host };
-    if (!triesNextHost(failure)) break;
+    last = { class: failureClass(failure.class), reply: failure.reply, host };
+    if (!triesNextHost(failure.class)) break;
   }
   return answers.map((answer) => answer ?? last);
+
+  /**
+   * Sessions at one host until its recipients are answered. A server that allows fewer
+   * recipients per session than we ask about answers the rest "too many recipients": they
+   * are asked again in a new session (RFC 5321 4.5.3.1.10) for as long as each one makes
+   * progress, so a server that answers nothing else cannot keep us here.
+   */
+  async function askHost(
+    open: number[],
+    target: string,
+    host: string,
+  ): Promise<{ class: SessionFailure; reply: SmtpReply | null } | undefined> {
+    for (let asking = open; asking.length > 0;) {
+      const session = await sessionOnHost(
+        asking.map((index) => recipients[index] as ProbeRecipient),
+        target,
+        host,
+        options,
+        limits,
+        countConnection,
+        signal,
+      );
+      const putOff: number[] = [];
+      session.answers.forEach((answer, position) => {
+        if (answer === undefined) return;
+        const index = asking[position] as number;
+        answers[index] = { ...answer, host };
+        if (answer.class === 'too_many_recipients') putOff.push(index);
+      });
+      if (session.failure !== undefined) {
+        return { class: session.failure, reply: session.failureReply };
+      }
+      asking = putOff.length < asking.length ? putOff : [];
+    }
+    return undefined;
+  }
 }
 
 /**
@@ -300,6 +329,16 @@ function runSession(
       phaseTimer = setTimeout(() => fail(failure), ms);
     }
 
+    /**
+     * Each command, and each reply of a pipelined group, gets a fresh deadline: a server that
+     * answers MAIL FROM and then stalls is given up on after one command timeout, not after
+     * the whole session's. After QUIT only a short wait for the 221 is left.
+     */
+    function armForReply(): void {
+      if (session.quitting) arm(options.quitTimeoutMs, 'timeout');
+      else arm(options.commandTimeoutMs, 'timeout');
+    }
+
     function finish(abortReason?: unknown): void {
       if (finished) return;
       finished = true;
@@ -330,7 +369,7 @@ function runSession(
         switch (action.type) {
           case 'write':
             socket.write(action.data);
-            arm(options.commandTimeoutMs, 'timeout');
+            armForReply();
             break;
           case 'start_tls':
             upgrade();
@@ -354,6 +393,7 @@ function runSession(
         perform(session.onReply(reply));
         // RFC 3207 4.2: whatever followed the 220 to STARTTLS in plain text is discarded.
         if (socket !== reading) return;
+        if (!finished && !session.done) armForReply();
       }
       if (batch.error !== undefined && !finished) {
         perform(session.onError(batch.error));

@@ -49,7 +49,15 @@ export type SessionFailure = ReplyClass | ReplyError | ConnectionFailure | 'unsa
 export type ConnectionFailure = 'no_connect' | 'timeout' | 'closed' | 'tls_failed';
 
 type Phase =
-  'banner' | 'ehlo' | 'helo' | 'starttls' | 'tls_handshake' | 'ehlo_tls' | 'transaction' | 'done';
+  | 'banner'
+  | 'ehlo'
+  | 'helo'
+  | 'starttls'
+  | 'tls_handshake'
+  | 'ehlo_tls'
+  | 'transaction'
+  | 'quit'
+  | 'done';
 
 type Expected =
   | { readonly kind: 'mail' }
@@ -66,6 +74,8 @@ const NOTHING: readonly SessionAction[] = [];
  * -> STARTTLS when offered -> EHLO -> MAIL FROM -> RCPT TO for each recipient, RSET between
  * transactions -> QUIT. Never DATA: nothing is ever delivered. With PIPELINING (RFC 2920)
  * a whole transaction goes out in one write, one round trip instead of one per recipient.
+ * A server that takes fewer recipients per transaction than we send (X.5.3, RFC 5321
+ * 4.5.3.1.10) gets the rest in further transactions of at most as many as it took.
  *
  * Never throws for anything a server sends; a reply stream that makes no sense ends the
  * session with `failure` set.
@@ -78,6 +88,11 @@ export class ProbeSession {
   #outbox: Expected[] = [];
   #extensions: ReadonlySet<string> = new Set();
   #next = 0;
+  /** Recipients a server put off with "too many recipients": asked first in the next transaction. */
+  #deferred: number[] = [];
+  #perTransaction: number;
+  /** Recipients of the current transaction answered (anything but "too many"). */
+  #answeredInTransaction = 0;
   #failure: SessionFailure | undefined;
   #failureReply: SmtpReply | null = null;
   #mailRefused = false;
@@ -86,6 +101,7 @@ export class ProbeSession {
   constructor(plan: SessionPlan) {
     this.#plan = plan;
     this.#answers = plan.recipients.map(() => undefined);
+    this.#perTransaction = Math.max(1, plan.recipientsPerTransaction);
   }
 
   /** One entry per recipient, undefined where the session ended before an answer. */
@@ -105,6 +121,11 @@ export class ProbeSession {
 
   get done(): boolean {
     return this.#phase === 'done';
+  }
+
+  /** QUIT was sent: only its 221 is awaited, briefly, and nothing it says changes an answer. */
+  get quitting(): boolean {
+    return this.#phase === 'quit';
   }
 
   /** Whether the dialogue runs over TLS. */
@@ -141,6 +162,11 @@ export class ProbeSession {
    */
   onError(failure: ConnectionFailure | ReplyError): readonly SessionAction[] {
     if (this.#phase === 'done') return NOTHING;
+    // After QUIT a silent or closed connection is the end we asked for, not a failure.
+    if (this.#phase === 'quit') {
+      this.#phase = 'done';
+      return [CLOSE];
+    }
     return this.#fail(failure, null, [CLOSE]);
   }
 
@@ -178,6 +204,9 @@ export class ProbeSession {
         return this.#failWith(reply);
       case 'transaction':
         return this.#onTransactionReply(reply);
+      case 'quit':
+        this.#phase = 'done';
+        return [CLOSE];
       case 'done':
         return NOTHING;
       case 'tls_handshake':
@@ -207,11 +236,12 @@ export class ProbeSession {
 
   /** Queues RSET (between transactions), MAIL FROM and the next group's RCPTs. */
   #nextTransaction(reset: boolean): readonly SessionAction[] {
-    const { recipients, recipientsPerTransaction } = this.#plan;
+    const { recipients } = this.#plan;
     const offersUtf8 = this.#extensions.has('SMTPUTF8');
     const group: number[] = [];
-    while (this.#next < recipients.length && group.length < recipientsPerTransaction) {
-      const index = this.#next++;
+    while (group.length < this.#perTransaction) {
+      const index = this.#deferred.shift() ?? this.#next++;
+      if (index >= recipients.length) break;
       // RFC 6531 3.4: without the extension a UTF-8 address may not be sent at all.
       if ((recipients[index] as ProbeRecipient).smtpUtf8 && !offersUtf8) {
         this.#answers[index] = { class: 'smtputf8_unsupported', reply: null };
@@ -221,6 +251,7 @@ export class ProbeSession {
     }
     if (group.length === 0) return this.#quit();
     this.#mailRefused = false;
+    this.#answeredInTransaction = 0;
     if (reset) this.#outbox.push({ kind: 'rset' });
     this.#outbox.push({ kind: 'mail' });
     for (const index of group) this.#outbox.push({ kind: 'rcpt', index });
@@ -273,10 +304,7 @@ export class ProbeSession {
         }
         break;
       case 'rcpt':
-        if (!this.#mailRefused) {
-          const klass = classifyRcpt(reply);
-          this.#answers[expected.index] = { class: klass, reply };
-        }
+        if (!this.#mailRefused) this.#onRcptReply(expected.index, reply);
         break;
     }
     if (this.#pending.length > 0 || this.#outbox.length > 0) return this.#flush();
@@ -284,19 +312,44 @@ export class ProbeSession {
     return this.#nextTransaction(true);
   }
 
-  /** Every recipient has its answer: say goodbye without waiting for the 221. */
+  /**
+   * "Too many recipients" is not an answer: the recipient is asked again in the next
+   * transaction, which holds no more recipients than this one took. A transaction whose
+   * first recipient is put off makes no progress: its recipients keep that answer (unknown)
+   * and the caller may ask them in a new session.
+   */
+  #onRcptReply(index: number, reply: SmtpReply): void {
+    const klass = classifyRcpt(reply);
+    if (klass !== 'too_many_recipients') {
+      this.#answeredInTransaction++;
+      this.#answers[index] = { class: klass, reply };
+      return;
+    }
+    if (this.#answeredInTransaction === 0) {
+      const unasked = [...this.#deferred.splice(0), index];
+      while (this.#next < this.#plan.recipients.length) unasked.push(this.#next++);
+      for (const put of unasked) this.#answers[put] = { class: klass, reply };
+      return;
+    }
+    this.#perTransaction = Math.min(this.#perTransaction, this.#answeredInTransaction);
+    this.#deferred.push(index);
+  }
+
+  /** Every recipient has its answer: say goodbye, and wait (briefly) for the 221. */
   #quit(): readonly SessionAction[] {
-    this.#phase = 'done';
+    this.#phase = 'quit';
     this.#pending = [];
     this.#outbox = [];
-    return [WRITE(QUIT), CLOSE];
+    return [WRITE(QUIT)];
   }
 
   #failWith(reply: SmtpReply): readonly SessionAction[] {
     const klass = reply.code >= 200 && reply.code < 400 ? 'invalid' : classifySession(reply);
-    // Be polite where the server still listens; 421 means it is closing anyway.
-    const actions = klass === 'try_next_mx' || klass === 'invalid' ? [CLOSE] : [WRITE(QUIT), CLOSE];
-    return this.#fail(klass, reply, actions);
+    // 421 means the server is closing anyway, and one talking nonsense gets no QUIT.
+    if (klass === 'try_next_mx' || klass === 'invalid') return this.#fail(klass, reply, [CLOSE]);
+    // Be polite where the server still listens: QUIT, and wait for its 221.
+    this.#fail(klass, reply, NOTHING);
+    return this.#quit();
   }
 
   #fail(
