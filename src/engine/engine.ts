@@ -9,9 +9,10 @@ import { createNodeSmtp, type NodeSmtpOptions } from '../adapters/node-smtp.js';
 import type { AddressFacts, CheckPorts, CheckResult, Checker, MxFacts } from '../checks/checker.js';
 import { syntaxFinding } from '../checks/syntax.js';
 import { createCachedDns } from '../dns/cached-dns.js';
+import { createCanaryDns, type DnsCanaryOptions } from '../dns/canary-dns.js';
 import { offlineDns } from '../dns/offline-dns.js';
 import { systemClock, type Clock } from '../ports/clock.js';
-import type { Dns } from '../ports/dns.js';
+import type { Dns, DnsHealth } from '../ports/dns.js';
 import type { SmtpProber } from '../ports/smtp.js';
 import { optional } from '../optional.js';
 import { batchProbes } from './probe-batcher.js';
@@ -40,6 +41,17 @@ export interface EngineOptions {
   readonly offline?: boolean;
   /** Options of the default Node resolver: servers, deadline, tries. */
   readonly dnsOptions?: NodeDnsOptions;
+  /**
+   * The default resolver checks itself before an NXDOMAIN or an implicit MX counts as
+   * evidence (DESIGN 4; dns/canary-dns.ts): its names and timings, or `false` to trust the
+   * resolver blindly. Ignored for an injected `dns`, which is the caller's to trust.
+   */
+  readonly dnsCanary?: DnsCanaryOptions | false;
+  /**
+   * Told, once per change, of conditions that affect every verdict (a lying resolver).
+   * Default: a process warning (`MailverdictDns`).
+   */
+  readonly onWarning?: (message: string) => void;
   /**
    * The SMTP port for the smtp method. Default: our node:net prober (see `smtpOptions`),
    * created on first use; none when `offline` (the smtp check is then skipped).
@@ -95,6 +107,12 @@ export interface Engine {
   parse(address: string): ParseResult;
   /** The Dns port verifications use (the service resolves IP filters through its cache). */
   readonly dns: Dns;
+  /**
+   * Whether the resolver tells the truth, by the default resolver's canary (DESIGN 4):
+   * `lying` while NXDOMAIN and implicit-MX answers are not taken as evidence. `unchecked`
+   * for an injected Dns without a canary, and until an answer needed checking.
+   */
+  dnsHealth(): DnsHealth;
 }
 
 /**
@@ -107,11 +125,7 @@ export interface Engine {
  */
 export function createEngine(options: EngineOptions = {}): Engine {
   const clock = options.clock ?? systemClock;
-  const dns =
-    options.dns ??
-    (options.offline === true
-      ? offlineDns()
-      : createCachedDns(createNodeDns(options.dnsOptions), { clock }));
+  const dns = options.dns ?? (options.offline === true ? offlineDns() : defaultDns(options, clock));
   const smtp = options.smtp ?? (options.offline === true ? undefined : defaultProber(options, dns));
   const ports: CheckPorts =
     smtp === undefined
@@ -135,9 +149,21 @@ export function createEngine(options: EngineOptions = {}): Engine {
     return methods[name];
   }
 
+  /** The smtp method needs a prober that connects: an engine without one cannot answer it. */
+  function probeable(method: Method): Method {
+    if (method.name === 'smtp' && (smtp === undefined || smtp.offline === true || dns.offline)) {
+      throw new TypeError(
+        'The smtp method needs an engine that can reach mail servers: this one is offline ' +
+          '(offline: true, an offline Dns or an offline SmtpProber), so it cannot probe a mailbox',
+      );
+    }
+    return method;
+  }
+
   const engine: Engine = {
     methods,
     dns,
+    dnsHealth: () => dns.health?.() ?? UNCHECKED,
     parse: (address) => parseAddress(address, parseOptions),
     cost: (name) => methodOf(name).cost,
     verifySync(address, verifyOptions = {}) {
@@ -155,7 +181,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     verify(address, verifyOptions = {}) {
       try {
         requireString(address, 'verify');
-        const method = methodOf(verifyOptions.method);
+        const method = probeable(methodOf(verifyOptions.method));
         const { signal } = verifyOptions;
         if (signal?.aborted) return Promise.reject(signal.reason as Error);
         const retry = verifyOptions.retryGreylisted === true;
@@ -166,13 +192,38 @@ export function createEngine(options: EngineOptions = {}): Engine {
       }
     },
     verifyMany(addresses, manyOptions = {}) {
-      methodOf(manyOptions.method);
+      requireIterable(addresses);
+      probeable(methodOf(manyOptions.method));
       return verifyEach(addresses, manyOptions, (address, verifyOptions) =>
         engine.verify(address, verifyOptions),
       );
     },
   };
   return engine;
+}
+
+const UNCHECKED: DnsHealth = Object.freeze({ status: 'unchecked' });
+
+/** Node's resolver, checked by its canary unless told not to, behind a cache. */
+function defaultDns(options: EngineOptions, clock: Clock): Dns {
+  const warn =
+    options.onWarning ?? ((message: string) => process.emitWarning(message, 'MailverdictDns'));
+  const node = createNodeDns(options.dnsOptions);
+  const canary = options.dnsCanary;
+  if (canary === false) return createCachedDns(node, { clock });
+  const checked = createCanaryDns(node, {
+    clock,
+    ...canary,
+    onChange(health) {
+      warn(
+        health.status === 'lying'
+          ? health.message
+          : 'The DNS resolver answers truthfully again: NXDOMAIN is evidence once more.',
+      );
+      canary?.onChange?.(health);
+    },
+  });
+  return createCachedDns(checked, { clock });
 }
 
 /** Our node:net prober, built on first use (its HELO warning is for smtp users only). */
@@ -187,6 +238,21 @@ function defaultProber(options: EngineOptions, dns: Dns): SmtpProber {
       return prober.probe(request, signal);
     },
   };
+}
+
+/** A string is iterable too, but verifying each of its characters is never what was meant. */
+function requireIterable(addresses: unknown): void {
+  if (
+    typeof addresses === 'string' ||
+    typeof addresses !== 'object' ||
+    addresses === null ||
+    (typeof (addresses as Partial<Iterable<unknown>>)[Symbol.iterator] !== 'function' &&
+      typeof (addresses as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] !== 'function')
+  ) {
+    throw new TypeError(
+      `verifyMany expects an iterable of address strings (an array, say), got ${describeType(addresses)}`,
+    );
+  }
 }
 
 function requireString(address: unknown, caller: string): asserts address is string {

@@ -138,7 +138,7 @@ describe('engine.verify', () => {
     expect(await engine.verify('a@nowhere.io')).toMatchObject({
       state: 'undeliverable',
       reason: 'invalid_domain',
-      riskFactors: ['no_mx'],
+      riskFactors: ['nxdomain'],
     });
     expect(await engine.verify('a@slow.io')).toMatchObject({ state: 'risky', reason: 'timeout' });
     expect(await engine.verify('a@broken.io')).toMatchObject({
@@ -201,6 +201,16 @@ describe('engine.verify', () => {
     const controller = new AbortController();
     controller.abort(new Error('stop'));
     await expect(engine.verify('a@acme.io', { signal: controller.signal })).rejects.toThrow('stop');
+  });
+
+  it('verifyMany refuses a string or a non-iterable instead of verifying characters', () => {
+    const engine = createEngine({ offline: true });
+    for (const bad of ['a@b.org', null, undefined, 42, { length: 1, 0: 'a@b.org' }]) {
+      expect(() => engine.verifyMany(bad as unknown as string[])).toThrow(
+        /verifyMany expects an iterable of address strings/,
+      );
+    }
+    expect(() => engine.verifyMany(new Set(['a@b.org']))).not.toThrow();
   });
 
   it('answers any string with a verdict, never an exception', async () => {

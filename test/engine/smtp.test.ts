@@ -50,11 +50,20 @@ describe('smtp method: outcomes to verdicts (DESIGN 3, issue 3)', () => {
     ]);
   });
 
-  it('skips the probe on an offline engine and for standard', async () => {
+  it('refuses the smtp method on an engine that cannot probe, and skips the probe for standard', async () => {
     const smtp = createMemorySmtp();
-    const offline = createEngine({ offline: true, smtp });
-    const verdict = await offline.verify('ann@example.org', { method: 'smtp' });
-    expect(verdict.checks.find((c) => c.check === 'smtp')?.code).toBe('offline');
+    // An offline engine answering "deliverable" for 10 credits would be a lie it charges for.
+    for (const offline of [
+      createEngine({ offline: true, smtp }),
+      createEngine({ offline: true }),
+      createEngine({ dns: dns(), smtp: { offline: true, probe: smtp.probe.bind(smtp) } }),
+    ]) {
+      await expect(offline.verify('ann@example.org', { method: 'smtp' })).rejects.toThrow(
+        /smtp method needs an engine that can reach mail servers/,
+      );
+      expect(() => offline.verifyMany(['ann@example.org'], { method: 'smtp' })).toThrow(TypeError);
+      expect(() => offline.verifySync('ann@example.org', { method: 'smtp' })).toThrow(TypeError);
+    }
     const online = createEngine({ dns: dns(), smtp });
     await online.verify('ann@example.org', { method: 'standard' });
     expect(smtp.requests).toHaveLength(0);
