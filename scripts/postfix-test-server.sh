@@ -9,6 +9,10 @@
 #                 full@ answers 452 4.2.2, gone@ answers 550 5.2.1 (recipient access rules)
 #   catch-all.org accepts every local part
 #   greylist.org  ann@ exists, behind postgrey (a first attempt gets 450, a retry passes)
+#   policy.org    ann@ exists, but check_recipient_access REJECTs the domain: Postfix's
+#                 554 5.7.1 "Recipient address rejected: Access denied" (policy, not the mailbox)
+#   sender-check.org  ann@ exists, behind reject_unverified_sender: a sender Postfix cannot
+#                 verify gets 550 5.1.7 "Sender address rejected: undeliverable address" at RCPT
 set -euo pipefail
 
 STATE=${MAILVERDICT_POSTFIX_STATE:-/tmp/mailverdict-postfix.json}
@@ -53,13 +57,16 @@ mynetworks = 127.0.0.0/8
 maillog_file = /var/log/postfix-mailverdict.log
 smtputf8_enable = yes
 smtpd_banner = \$myhostname ESMTP mailverdict test server
-virtual_mailbox_domains = example.org, catch-all.org, greylist.org
+virtual_mailbox_domains = example.org, catch-all.org, greylist.org, policy.org, sender-check.org
 virtual_mailbox_maps = hash:/etc/postfix/vmailbox
 virtual_mailbox_base = /var/mail/vhosts
 virtual_uid_maps = static:65534
 virtual_gid_maps = static:65534
-smtpd_restriction_classes = greylisting
+smtpd_restriction_classes = greylisting, verify_sender
 greylisting = check_policy_service inet:127.0.0.1:${GREY_PORT}
+verify_sender = reject_unverified_sender
+unverified_sender_reject_code = 550
+address_verify_poll_count = 5
 smtpd_relay_restrictions = permit_mynetworks, reject_unauth_destination
 smtpd_recipient_restrictions = check_recipient_access hash:/etc/postfix/recipient_access, permit
 CONF
@@ -99,12 +106,16 @@ full@example.org     example.org/full/
 gone@example.org     example.org/gone/
 @catch-all.org       catch-all.org/any/
 ann@greylist.org     greylist.org/ann/
+ann@policy.org       policy.org/ann/
+ann@sender-check.org sender-check.org/ann/
 CONF
 
 cat >/etc/postfix/recipient_access <<'CONF'
 full@example.org     452 4.2.2 Mailbox full: quota exceeded
 gone@example.org     550 5.2.1 Mailbox disabled, not accepting messages
 greylist.org         greylisting
+policy.org           REJECT Access denied
+sender-check.org     verify_sender
 CONF
 
 postmap /etc/postfix/vmailbox /etc/postfix/recipient_access

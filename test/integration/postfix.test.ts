@@ -21,11 +21,17 @@ if (postfix === undefined && !required) {
 }
 
 describe.skipIf(postfix === undefined && !required)('smtp method against Postfix', () => {
-  const domains = ['example.org', 'catch-all.org', 'greylist.org'];
+  const domains = [
+    'example.org',
+    'catch-all.org',
+    'greylist.org',
+    'policy.org',
+    'sender-check.org',
+  ];
   // postgrey remembers (client, sender, recipient) triplets across runs: a fresh sender each
   // run makes its first attempt a first attempt again.
   const sender = `verify-${Date.now().toString(36)}@example.net`;
-  const engine = () =>
+  const engine = (mailFrom = sender) =>
     createEngine({
       dns: createMemoryDns(
         Object.fromEntries(domains.map((domain) => [domain, ['mx.mailverdict.test']])),
@@ -35,7 +41,7 @@ describe.skipIf(postfix === undefined && !required)('smtp method against Postfix
         port: postfix?.port ?? 25,
         allowPrivateNetworks: true,
         heloName: 'probe.example.net',
-        mailFrom: sender,
+        mailFrom,
       },
       // postgrey runs with --delay=1.
       greylistRetryMs: 1_500,
@@ -65,6 +71,20 @@ describe.skipIf(postfix === undefined && !required)('smtp method against Postfix
     expect(verdicts[2]?.mailboxFull).toBe(true);
     expect(verdicts[4]?.catchAll).toBe(true);
     expect(verdicts[0]?.catchAll).toBe(false);
+  });
+
+  it('a check_recipient_access REJECT (554 5.7.1 Access denied) is policy: risky, never rejected', async () => {
+    const verdict = await engine().verify('ann@policy.org', { method: 'smtp' });
+    expect([verdict.state, verdict.reason]).toEqual(['risky', 'unavailable_smtp']);
+    expect(verdict.riskFactors).not.toContain('smtp_rejected');
+  });
+
+  it('reject_unverified_sender refuses OUR sender (5.1.7): risky for a mailbox that exists', async () => {
+    // A sender at a domain this Postfix serves, with no such mailbox: its verification fails.
+    const verifier = engine(`nobody-${Date.now().toString(36)}@example.org`);
+    const verdict = await verifier.verify('ann@sender-check.org', { method: 'smtp' });
+    expect([verdict.state, verdict.reason]).toEqual(['risky', 'unavailable_smtp']);
+    expect(verdict.riskFactors).not.toContain('smtp_rejected');
   });
 
   it('reports postgrey greylisting, and passes it when asked to retry', async () => {
