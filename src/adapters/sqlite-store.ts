@@ -107,6 +107,43 @@ export const MIGRATIONS: readonly string[] = [
   -- rate-limiter-flexible's RateLimiterSQLite table, created here so it is versioned too.
   CREATE TABLE rate_limits (key TEXT PRIMARY KEY, points INTEGER NOT NULL DEFAULT 0, expire INTEGER);
   `,
+  // 2: the prefix lengths each account's IP filters use, kept by triggers in the same write as
+  // the filters, so that matching looks up only ranges of lengths in use (DESIGN 5.4) instead
+  // of reading every IP filter. Family and length are read off the canonical value: an IPv6
+  // range has a colon, a bare address is a /32 or /128.
+  `
+  ALTER TABLE filters ADD COLUMN ip_family INTEGER GENERATED ALWAYS AS (
+    CASE WHEN type <> 'ip_address' THEN NULL WHEN instr(value, ':') > 0 THEN 6 ELSE 4 END
+  ) VIRTUAL;
+  ALTER TABLE filters ADD COLUMN ip_bits INTEGER GENERATED ALWAYS AS (
+    CASE WHEN type <> 'ip_address' THEN NULL
+      WHEN instr(value, '/') > 0 THEN CAST(substr(value, instr(value, '/') + 1) AS INTEGER)
+      WHEN instr(value, ':') > 0 THEN 128 ELSE 32 END
+  ) VIRTUAL;
+  CREATE TABLE filter_ip_prefixes (
+    account_id TEXT NOT NULL,
+    family INTEGER NOT NULL CHECK (family IN (4, 6)),
+    bits INTEGER NOT NULL,
+    filters INTEGER NOT NULL CHECK (filters > 0),
+    PRIMARY KEY (account_id, family, bits)
+  ) WITHOUT ROWID;
+  CREATE TRIGGER filters_ip_prefix_insert AFTER INSERT ON filters WHEN NEW.type = 'ip_address'
+  BEGIN
+    INSERT INTO filter_ip_prefixes (account_id, family, bits, filters)
+      VALUES (NEW.account_id, NEW.ip_family, NEW.ip_bits, 1)
+      ON CONFLICT (account_id, family, bits) DO UPDATE SET filters = filters + 1;
+  END;
+  CREATE TRIGGER filters_ip_prefix_delete AFTER DELETE ON filters WHEN OLD.type = 'ip_address'
+  BEGIN
+    DELETE FROM filter_ip_prefixes WHERE account_id = OLD.account_id
+      AND family = OLD.ip_family AND bits = OLD.ip_bits AND filters = 1;
+    UPDATE filter_ip_prefixes SET filters = filters - 1 WHERE account_id = OLD.account_id
+      AND family = OLD.ip_family AND bits = OLD.ip_bits;
+  END;
+  INSERT INTO filter_ip_prefixes (account_id, family, bits, filters)
+    SELECT account_id, ip_family, ip_bits, count(*) FROM filters
+    WHERE type = 'ip_address' GROUP BY account_id, ip_family, ip_bits;
+  `,
 ];
 
 /**
@@ -277,6 +314,18 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     async deleteFilter(accountId, id) {
       return guard(() => statements.deleteFilter.run(id, accountId).changes === 1);
     },
+    async ipFilterPrefixes(accountId) {
+      return guard(() => {
+        const rows = statements.ipFilterPrefixes.all(accountId) as {
+          family: number;
+          bits: number;
+        }[];
+        return {
+          v4: rows.filter((row) => row.family === 4).map((row) => row.bits),
+          v6: rows.filter((row) => row.family === 6).map((row) => row.bits),
+        };
+      });
+    },
     async findFilters(accountId, type, values) {
       if (values === undefined) {
         return guard(() => statements.filtersOfType.all(accountId, type).map(filterFrom));
@@ -428,6 +477,9 @@ function prepareStatements(db: Database.Database) {
        ORDER BY seq LIMIT ? OFFSET ?`,
     ),
     deleteFilter: db.prepare('DELETE FROM filters WHERE id = ? AND account_id = ?'),
+    ipFilterPrefixes: db.prepare(
+      'SELECT family, bits FROM filter_ip_prefixes WHERE account_id = ? ORDER BY family, bits',
+    ),
     filtersOfType: db.prepare(
       'SELECT * FROM filters WHERE account_id = ? AND type = ? ORDER BY seq',
     ),

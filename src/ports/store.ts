@@ -169,6 +169,12 @@ export interface FilterPage {
   readonly total: number;
 }
 
+/** Prefix lengths in use by an account's IP filters, per family (see Store.ipFilterPrefixes). */
+export interface IpFilterPrefixes {
+  readonly v4: readonly number[];
+  readonly v6: readonly number[];
+}
+
 /**
  * The Store port: everything the service keeps. Each method is atomic on its own; the ledger's
  * `applyLedger` reads and writes the balance, the reservation and the entry in one transaction.
@@ -213,6 +219,13 @@ export interface Store {
     type: FilterType,
     values?: readonly string[],
   ): Promise<readonly FilterRecord[]>;
+  /**
+   * The prefix lengths the account's ip_address filters use, per family, ascending (a single
+   * address counts as a /32 or /128): matching looks up the ranges of just these lengths that
+   * contain an address (DESIGN 5.4: an index, not a scan). Both empty without IP filters.
+   * Kept with the filters in the same write, so it is never stale.
+   */
+  ipFilterPrefixes(accountId: string): Promise<IpFilterPrefixes>;
 
   /** A counter for one window length; counters with the same name share their counts. */
   rateCounter(name: string, windowMs: number): RateCounter;

@@ -5,7 +5,7 @@ import type { FilterAction, FilterRecord, FilterType } from '../ports/store.js';
 import type { AccountRef } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { domainChain, emailKey, literalIp, normalizeFilterValue } from './filter-values.js';
-import { ipInRange, rangeBits } from './ip-ranges.js';
+import { canonicalIp, containingRanges, rangeHostBits } from './ip-ranges.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 import { answering, optionalText, requireInteger, requireText } from './validate.js';
 
@@ -68,6 +68,38 @@ export function createFilters(ctx: ServiceContext): Filters {
     return lists.flat();
   }
 
+  /**
+   * The most specific IP filter over the address's IPs (a domain literal's, else its MX
+   * hosts'), by lookup: for each IP, the ranges of the prefix lengths the account uses that
+   * contain it, read through the filters' unique index. At most 33 or 129 values per IP
+   * whatever the number of filters; no store read when no IP can be had (offline), no DNS
+   * query when the account has no IP filters.
+   */
+  async function matchIp(
+    accountId: string,
+    parsed: ParsedAddress,
+    signal: AbortSignal | undefined,
+  ): Promise<FilterRecord | undefined> {
+    const literal = parsed.domainLiteral ? literalIp(parsed.asciiDomain) : undefined;
+    if (literal === undefined && !canResolveIps()) return undefined;
+    const prefixes = await store.ipFilterPrefixes(accountId);
+    if (prefixes.v4.length === 0 && prefixes.v6.length === 0) return undefined;
+    const ips = literal !== undefined ? [literal] : await mailHostIps(parsed.asciiDomain, signal);
+    const candidates = new Set<string>();
+    for (const ip of ips) {
+      const canonical = canonicalIp(ip);
+      if (canonical === undefined) continue;
+      const lengths = canonical.includes(':') ? prefixes.v6 : prefixes.v4;
+      for (const range of containingRanges(canonical, lengths)) candidates.add(range);
+    }
+    if (candidates.size === 0) return undefined;
+    return mostSpecificRange(await store.findFilters(accountId, 'ip_address', [...candidates]));
+  }
+
+  function canResolveIps(): boolean {
+    return engine.dns.offline !== true && engine.dns.addresses !== undefined;
+  }
+
   return {
     async match(accountId, parsed, signal) {
       const [email] = await store.findFilters(accountId, 'email', [emailKey(parsed)]);
@@ -80,12 +112,7 @@ export function createFilters(ctx: ServiceContext): Filters {
           if (match !== undefined) return match.action;
         }
       }
-      const ranges = await store.findFilters(accountId, 'ip_address');
-      if (ranges.length === 0) return undefined;
-      const ips = parsed.domainLiteral
-        ? [literalIp(parsed.asciiDomain)].filter((ip) => ip !== undefined)
-        : await mailHostIps(parsed.asciiDomain, signal);
-      return mostSpecificRange(ranges, ips)?.action;
+      return (await matchIp(accountId, parsed, signal))?.action;
     },
 
     createFilter: (caller, input) =>
@@ -156,19 +183,19 @@ function filterInfo({ accountId: _accountId, ...info }: FilterRecord): FilterInf
   return info;
 }
 
-/** The longest matching range wins; between equally long ones, block wins over allow. */
-function mostSpecificRange(
-  ranges: readonly FilterRecord[],
-  ips: readonly string[],
-): FilterRecord | undefined {
+/**
+ * Of ranges that match, the one holding the fewest addresses wins, so that each family is
+ * ranked on its own scale (an IPv4 host outranks an IPv6 /33); between equally large ones,
+ * block wins over allow.
+ */
+function mostSpecificRange(matches: readonly FilterRecord[]): FilterRecord | undefined {
   let best: FilterRecord | undefined;
-  let bestBits = -1;
-  for (const range of ranges) {
-    if (!ips.some((ip) => ipInRange(ip, range.value))) continue;
-    const bits = rangeBits(range.value);
-    if (bits > bestBits || (bits === bestBits && range.action === 'block')) {
+  let bestSize = Infinity;
+  for (const range of matches) {
+    const size = rangeHostBits(range.value);
+    if (size < bestSize || (size === bestSize && range.action === 'block')) {
       best = range;
-      bestBits = bits;
+      bestSize = size;
     }
   }
   return best;

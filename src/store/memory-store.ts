@@ -2,6 +2,7 @@ import type {
   AccountRecord,
   CreditBalance,
   FilterRecord,
+  IpFilterPrefixes,
   KeyRecord,
   LedgerEntry,
   RateCounter,
@@ -9,6 +10,7 @@ import type {
   Store,
 } from '../ports/store.js';
 import { applyLedgerRequest, EMPTY_BALANCE } from '../service/ledger.js';
+import { rangeShape } from '../service/ip-ranges.js';
 import { rateCounterOver, UNLIMITED_POINTS } from './rate-counter.js';
 import { StoreError } from './store-error.js';
 
@@ -18,6 +20,32 @@ interface AccountBook {
   entries: LedgerEntry[];
   byRef: Map<string, LedgerEntry>;
   reservations: Map<string, ReservationState>;
+}
+
+/** How many IP filters of an account use each prefix length, per family. */
+interface IpPrefixCounts {
+  readonly v4: Map<number, number>;
+  readonly v6: Map<number, number>;
+}
+
+const NO_IP_PREFIXES: IpFilterPrefixes = Object.freeze({ v4: [], v6: [] });
+
+function countIpPrefix(
+  all: Map<string, IpPrefixCounts>,
+  filter: FilterRecord,
+  change: 1 | -1,
+): void {
+  let counts = all.get(filter.accountId);
+  if (counts === undefined) {
+    counts = { v4: new Map(), v6: new Map() };
+    all.set(filter.accountId, counts);
+  }
+  const { width, bits } = rangeShape(filter.value);
+  const family = width === 32 ? counts.v4 : counts.v6;
+  const count = (family.get(bits) ?? 0) + change;
+  if (count > 0) family.set(bits, count);
+  else family.delete(bits);
+  if (counts.v4.size === 0 && counts.v6.size === 0) all.delete(filter.accountId);
 }
 
 /**
@@ -33,6 +61,7 @@ export function createMemoryStore(): Store {
   const keyIdByHash = new Map<string, string>();
   const filters = new Map<string, FilterRecord>();
   const filterIdByValue = new Map<string, string>();
+  const ipPrefixes = new Map<string, IpPrefixCounts>();
   const filterKey = (accountId: string, type: string, value: string) =>
     `${accountId}\u0000${type}\u0000${value}`;
   const counters = new Map<string, RateCounter>();
@@ -138,6 +167,7 @@ export function createMemoryStore(): Store {
       if (filters.has(filter.id)) throw new StoreError('constraint', `Filter ${filter.id} exists.`);
       filters.set(filter.id, { ...filter });
       filterIdByValue.set(key, filter.id);
+      if (filter.type === 'ip_address') countIpPrefix(ipPrefixes, filter, 1);
       return 'inserted';
     },
     async listFilters(accountId, query) {
@@ -154,6 +184,7 @@ export function createMemoryStore(): Store {
       const filter = filters.get(id);
       if (filter === undefined || filter.accountId !== accountId) return false;
       filterIdByValue.delete(filterKey(accountId, filter.type, filter.value));
+      if (filter.type === 'ip_address') countIpPrefix(ipPrefixes, filter, -1);
       return filters.delete(id);
     },
     async findFilters(accountId, type, values) {
@@ -168,6 +199,14 @@ export function createMemoryStore(): Store {
         if (filter !== undefined) found.push(filter);
       }
       return found;
+    },
+
+    async ipFilterPrefixes(accountId) {
+      open();
+      const counts = ipPrefixes.get(accountId);
+      if (counts === undefined) return NO_IP_PREFIXES;
+      const inUse = (family: Map<number, number>) => [...family.keys()].sort((a, b) => a - b);
+      return { v4: inUse(counts.v4), v6: inUse(counts.v6) };
     },
 
     rateCounter(name, windowMs) {

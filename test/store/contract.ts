@@ -260,6 +260,36 @@ export function storeContract(name: string, makeStore: () => Store | Promise<Sto
       });
     });
 
+    describe('IP filter prefixes', () => {
+      it('tells the prefix lengths in use per family, kept with every insert and delete', async () => {
+        expect(await store.ipFilterPrefixes('acct_a')).toEqual({ v4: [], v6: [] });
+        const values = ['10.0.0.0/8', '192.0.2.7', '198.51.100.0/24', '11.0.0.0/8'];
+        const v6 = ['2001:db8::/32', '2001:db8:1::/48', '2001:db8::25'];
+        for (const [i, value] of [...values, ...v6].entries()) {
+          await store.insertFilter(filter(`flt_${i}`, 'acct_a', 'ip_address', value));
+        }
+        // A duplicate counts once; other types and other accounts not at all.
+        await store.insertFilter(filter('flt_dup', 'acct_a', 'ip_address', '10.0.0.0/8'));
+        await store.insertFilter(filter('flt_d', 'acct_a', 'domain', 'a.test'));
+        await store.insertFilter(filter('flt_b', 'acct_b', 'ip_address', '203.0.113.0/25'));
+        expect(await store.ipFilterPrefixes('acct_a')).toEqual({
+          v4: [8, 24, 32],
+          v6: [32, 48, 128],
+        });
+        expect(await store.ipFilterPrefixes('acct_b')).toEqual({ v4: [25], v6: [] });
+        // A length stays while one filter still uses it.
+        expect(await store.deleteFilter('acct_a', 'flt_0')).toBe(true);
+        expect((await store.ipFilterPrefixes('acct_a')).v4).toEqual([8, 24, 32]);
+        expect(await store.deleteFilter('acct_a', 'flt_3')).toBe(true);
+        expect(await store.deleteFilter('acct_a', 'flt_4')).toBe(true);
+        expect(await store.deleteFilter('acct_a', 'flt_dup')).toBe(false);
+        expect(await store.ipFilterPrefixes('acct_a')).toEqual({ v4: [24, 32], v6: [48, 128] });
+        for (const id of ['flt_1', 'flt_2', 'flt_5', 'flt_6'])
+          await store.deleteFilter('acct_a', id);
+        expect(await store.ipFilterPrefixes('acct_a')).toEqual({ v4: [], v6: [] });
+      });
+    });
+
     describe('rate counters', () => {
       it('counts every hit of a concurrent burst exactly once', async () => {
         const counter = store.rateCounter('contract', 60_000);

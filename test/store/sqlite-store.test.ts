@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { createSqliteStore } from '../../src/sqlite.js';
+import { createSqliteStore, MIGRATIONS } from '../../src/sqlite.js';
 import { storeContract } from './contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailverdict-sqlite-'));
@@ -52,5 +52,35 @@ describe('sqlite store: ended rate-limit windows', () => {
     const store = createSqliteStore(':memory:', { rateLimitSweepMs: 0 });
     expect(vi.getTimerCount()).toBe(0);
     await store.close();
+  });
+});
+
+describe('sqlite store: migration 2, IP filter prefixes', () => {
+  it('counts the IP filters a file of schema 1 holds already', async () => {
+    const path = join(dir, `migrate-${files++}.db`);
+    const old = new Database(path);
+    old.exec(MIGRATIONS[0] as string);
+    old.pragma('user_version = 1');
+    old.exec(`INSERT INTO accounts (id, email, plan, billing_anchor_day, webhook_secret, created_at)
+      VALUES ('acct_a', 'a@example.org', 'free', 1, 'whsec_x', 1)`);
+    const insert = old.prepare(
+      `INSERT INTO filters (id, account_id, type, value, action, created_at)
+       VALUES (?, 'acct_a', ?, ?, 'block', 1)`,
+    );
+    insert.run('flt_1', 'ip_address', '10.0.0.0/8');
+    insert.run('flt_2', 'ip_address', '11.0.0.0/8');
+    insert.run('flt_3', 'ip_address', '2001:db8::1');
+    insert.run('flt_4', 'domain', 'example.com');
+    old.close();
+    const store = createSqliteStore(path);
+    try {
+      expect(await store.ipFilterPrefixes('acct_a')).toEqual({ v4: [8], v6: [128] });
+      await store.deleteFilter('acct_a', 'flt_1');
+      expect(await store.ipFilterPrefixes('acct_a')).toEqual({ v4: [8], v6: [128] });
+      await store.deleteFilter('acct_a', 'flt_2');
+      expect(await store.ipFilterPrefixes('acct_a')).toEqual({ v4: [], v6: [128] });
+    } finally {
+      await store.close();
+    }
   });
 });
