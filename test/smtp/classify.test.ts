@@ -8,7 +8,7 @@ const reply = (line: string) => {
   return parsed;
 };
 
-// Real texts from Postfix, Exim, Exchange/Office 365, Gmail, Yahoo, Spamhaus listings.
+// One case per rule of the table; the real-world texts live in test/fixtures/smtp-replies.json.
 const RCPT_CASES: Array<[string, ReplyClass]> = [
   ['250 2.1.5 Ok', 'accepted'],
   ['251 User not local; will forward', 'accepted'],
@@ -24,20 +24,34 @@ const RCPT_CASES: Array<[string, ReplyClass]> = [
   ],
   ["554 delivery error: dd This user doesn't have a yahoo.com account", 'rejected'],
   ['550 No such user here', 'rejected'],
-  ["553 sorry, that domain isn't in my list of allowed rcpthosts", 'refused'],
   ['550 User not listed in public Name & Address Book', 'rejected'],
+  // qmail's code at the end of the text, IronPort's at its start.
+  ['550 sorry, no mailbox here by that name. (#5.1.1)', 'rejected'],
+  ['550 #5.1.0 Address rejected.', 'refused'],
+  // qmail: the domain is not served here, so we asked it to relay.
+  ["553 sorry, that domain isn't in my list of allowed rcpthosts", 'blocked'],
   ['550 5.2.1 The email account that you tried to reach is disabled.', 'disabled'],
   ['550 Mailbox inactive', 'disabled'],
+  // X.2.1 with a rate: the mailbox exists and nothing was judged.
+  [
+    '550 5.2.1 The user you are trying to contact is receiving mail at a rate that prevents additional messages from being delivered.',
+    'refused',
+  ],
   ['452 4.2.2 The email account that you tried to reach is over quota.', 'mailbox_full'],
   ['552 5.2.2 Mailbox full', 'mailbox_full'],
-  ['452 Insufficient system storage', 'mailbox_full'],
-  ['452 4.5.3 Too many recipients', 'temporary'],
+  // RFC 5321 4.5.3.1.10: 452 (and 552 read as 452) is "too many recipients" without quota text.
+  ['452 Insufficient system storage', 'too_many_recipients'],
+  ['452 4.5.3 Too many recipients', 'too_many_recipients'],
+  ['552 5.5.3 Too many recipients', 'too_many_recipients'],
+  ['552 Requested mail action aborted, mailbox not found', 'too_many_recipients'],
   [
     '450 4.2.0 <bob@example.org>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/',
     'greylisted',
   ],
   ['451 4.7.1 Please try again later', 'greylisted'],
-  ['450 4.1.1 <x@y>: Recipient address rejected: unverified address', 'greylisted'],
+  ['451 Please try again later.', 'greylisted'],
+  ['450 4.1.1 <x@y>: Recipient address rejected: unverified address', 'temporary'],
+  ['451 4.3.0 Temporary lookup failure', 'temporary'],
   [
     '554 5.7.1 Service unavailable; Client host [203.0.113.9] blocked using zen.spamhaus.org',
     'blocked',
@@ -45,9 +59,24 @@ const RCPT_CASES: Array<[string, ReplyClass]> = [
   ['550 5.7.1 Message rejected due to local policy', 'blocked'],
   ['553 5.7.1 Sender address rejected: not owned by user', 'blocked'],
   ['550 5.7.606 Access denied, banned sending IP [203.0.113.9]', 'blocked'],
+  // Postfix policy and reputation texts under "Recipient address rejected": about us.
+  ['554 5.7.1 <x@example.org>: Recipient address rejected: Access denied', 'blocked'],
+  ['550 Recipient address rejected: your IP 203.0.113.9 has a poor reputation', 'blocked'],
+  ['550 5.7.1 No such user!', 'blocked'],
+  // Our sender, refused at RCPT (Postfix delays sender checks to RCPT).
+  ['550 5.1.7 <me@example.net>: Sender address rejected: undeliverable address', 'sender_refused'],
+  ['450 4.1.8 <me@example.net>: Sender address rejected: Domain not found', 'sender_refused'],
+  [
+    '550 5.1.1 <me@example.net>: Sender address rejected: User unknown in local sender table',
+    'sender_refused',
+  ],
+  ['550-Verification failed for <me@example.net>\r\n550 Sender verify failed', 'sender_refused'],
   ['421 4.7.0 Try again later, closing connection.', 'try_next_mx'],
   ['554 Transaction failed', 'refused'],
   ['550 Requested action not taken: mailbox unavailable', 'refused'],
+  ['550 5.5.0 Requested action not taken: mailbox unavailable', 'refused'],
+  ['550 5.4.1 Recipient address rejected: Access denied', 'refused'],
+  ['501 Invalid address', 'refused'],
   ['354 Start mail input', 'invalid'],
   ['220 hello again', 'invalid'],
 ];
@@ -59,8 +88,26 @@ describe('classifyRcpt', () => {
 
   it('never calls a block of OUR address a missing mailbox', () => {
     for (const [line, expected] of RCPT_CASES) {
-      if (/spamhaus|banned|policy/i.test(line)) expect(expected).not.toBe('rejected');
+      if (/spamhaus|banned|policy|reputation|sender/i.test(line)) {
+        expect(expected).not.toBe('rejected');
+      }
     }
+  });
+
+  it('answers replies the reader never builds without throwing', () => {
+    for (const odd of [
+      { code: Number.NaN, enhanced: null, text: '', lines: [] },
+      { code: 550, enhanced: 'x.y.z', text: '', lines: [] },
+      { code: 550, enhanced: '4.1.1', text: 'user unknown', lines: [] },
+      { code: 999, enhanced: null, text: 'x'.repeat(70_000), lines: [] },
+    ]) {
+      expect(() => classifyRcpt(odd)).not.toThrow();
+      expect(() => classifySession(odd)).not.toThrow();
+    }
+    // An enhanced code of another class than the reply's is no code (RFC 3463 2).
+    expect(classifyRcpt({ code: 550, enhanced: '4.7.1', text: 'user unknown', lines: [] })).toBe(
+      'rejected',
+    );
   });
 });
 
@@ -68,10 +115,19 @@ describe('classifySession', () => {
   it.each<[string, ReplyClass]>([
     ['421 mx.example.org Service not available', 'try_next_mx'],
     ['554 5.7.1 Client host rejected: blocked using bl.spamcop.net', 'blocked'],
-    ['554 No SMTP service here', 'refused'],
-    ['451 4.3.0 Temporary lookup failure', 'greylisted'],
+    // RFC 5321 3.1: a 554 greeting refuses this client.
+    ['554 No SMTP service here', 'blocked'],
+    ['451 4.3.0 Temporary lookup failure', 'temporary'],
     ['452 4.3.1 Insufficient system storage', 'temporary'],
+    ['450 4.2.0 Greylisted, please retry in 5 minutes', 'greylisted'],
+    ['451 4.7.1 Try again later', 'greylisted'],
+    ['450 4.1.8 <me@example.net>: Sender address rejected: Domain not found', 'sender_refused'],
     ['550 5.7.1 Sender rejected', 'blocked'],
+    ['553 5.1.7 The sender address is not a valid RFC 5321 address.', 'sender_refused'],
+    // A 5xx to MAIL FROM never judges a mailbox, even worded as an unknown user.
+    ['550 5.1.1 <me@example.net>: User unknown in local sender table', 'sender_refused'],
+    ['501 5.5.4 HELO/EHLO argument is invalid.', 'blocked'],
+    ['554 Transaction failed', 'sender_refused'],
     ['250 ok', 'invalid'],
   ])('%s -> %s', (line, expected) => {
     expect(classifySession(reply(line))).toBe(expected);
