@@ -16,7 +16,12 @@ import type { Dns, DnsHealth } from '../ports/dns.js';
 import type { SmtpProber } from '../ports/smtp.js';
 import { optional } from '../optional.js';
 import { batchProbes } from './probe-batcher.js';
-import { verifyEach, type VerifyManyOptions, type VerifyManyResult } from './verify-many.js';
+import {
+  verifyEach,
+  type VerifyManyIterator,
+  type VerifyManyOptions,
+  type VerifyManyResult,
+} from './verify-many.js';
 import {
   buildMethods,
   defaultCheckers,
@@ -96,9 +101,9 @@ export interface Engine {
    * serve each group. Yields `{ index, verdict }` as each completes (not in input order).
    */
   verifyMany(
-    addresses: Iterable<string>,
+    addresses: Iterable<string> | AsyncIterable<string>,
     options?: VerifyManyOptions,
-  ): AsyncIterableIterator<VerifyManyResult>;
+  ): VerifyManyIterator;
   /** Credits a method costs. */
   cost(method: MethodName): number;
   /** The method table, as data. */
@@ -193,9 +198,14 @@ export function createEngine(options: EngineOptions = {}): Engine {
     },
     verifyMany(addresses, manyOptions = {}) {
       requireIterable(addresses);
-      probeable(methodOf(manyOptions.method));
-      return verifyEach(addresses, manyOptions, (address, verifyOptions) =>
-        engine.verify(address, verifyOptions),
+      const method = probeable(methodOf(manyOptions.method));
+      const retry = manyOptions.retryGreylisted === true;
+      // verifyEach checks each item is a string; an offline verdict comes back without a promise.
+      return verifyEach(
+        addresses,
+        manyOptions,
+        (address, { signal }) => run(address, method, context, signal, retry),
+        dns.offline !== true,
       );
     },
   };

@@ -169,7 +169,10 @@ describe('smtp method against nodemailer smtp-server on loopback', () => {
     const { engine, server } = await setup({ mailboxes }, { recipientsPerSession: 100 });
     const addresses = [...Object.keys(mailboxes), 'nobody@example.org', 'x@second.org'];
     const verdicts = [];
-    for await (const result of engine.verifyMany(addresses, { method: 'smtp', concurrency: 100 })) {
+    for await (const result of engine.verifyMany(addresses, {
+      method: 'smtp',
+      perDomain: 100,
+    })) {
       verdicts[result.index] = result.verdict;
     }
     expect(verdicts.slice(0, 60).every((v) => v.reason === 'accepted_email')).toBe(true);

@@ -1,0 +1,146 @@
+import { describe, expect, it } from 'vitest';
+import { createCachedDns } from '../../src/dns/cached-dns.js';
+import { createEngine } from '../../src/engine/engine.js';
+import { verifyEach, type VerifyOne } from '../../src/engine/verify-many.js';
+import type { Verdict } from '../../src/engine/verdict.js';
+import type { Dns, MxAnswer } from '../../src/ports/dns.js';
+
+const offline = createEngine({ offline: true });
+
+function* addresses(count: number, domains: number, read?: { count: number }) {
+  for (let i = 0; i < count; i++) {
+    if (read !== undefined) read.count++;
+    yield `user${i}@domain${i % domains}.com`;
+  }
+}
+
+async function collect(iterable: AsyncIterable<{ index: number; verdict: Verdict }>) {
+  const seen = new Map<number, Verdict>();
+  for await (const { index, verdict } of iterable) {
+    expect(seen.has(index), `index ${index} once`).toBe(false);
+    seen.set(index, verdict);
+  }
+  return seen;
+}
+
+/** A stand-in for the engine that records what was started and answers when told. */
+function controlledVerify() {
+  const started: string[] = [];
+  const pending: Array<() => void> = [];
+  let aborted = 0;
+  const verify: VerifyOne = (address, { signal }) => {
+    started.push(address);
+    return new Promise<Verdict>((resolve, reject) => {
+      signal?.addEventListener('abort', () => {
+        aborted++;
+        reject(signal.reason as Error);
+      });
+      pending.push(() => resolve({ email: address } as Verdict));
+    });
+  };
+  return { verify, started, pending, aborted: () => aborted };
+}
+
+describe('verifyMany', () => {
+  it('yields every index of a 100,000-address generator exactly once, with the right verdict', async () => {
+    const seen = await collect(offline.verifyMany(addresses(100_000, 700), { method: 'quick' }));
+    expect(seen.size).toBe(100_000);
+    expect(seen.get(4_321)?.email).toBe('user4321@domain121.com');
+  });
+
+  it('takes async iterables', async () => {
+    async function* slowly() {
+      for (let i = 0; i < 300; i++) {
+        if (i % 50 === 0) await new Promise((r) => setTimeout(r, 1));
+        yield `a${i}@d${i % 7}.org`;
+      }
+    }
+    const seen = await collect(offline.verifyMany(slowly()));
+    expect(seen.size).toBe(300);
+    expect(seen.get(299)?.email).toBe('a299@d5.org');
+  });
+
+  it('reads ahead only as far as the work needs: a slow consumer stops the reading', async () => {
+    const read = { count: 0 };
+    const iterator = offline.verifyMany(addresses(10_000_000, 1_000, read), {
+      concurrency: 10,
+      perDomain: 10,
+    });
+    for (let i = 0; i < 5; i++) await iterator.next();
+    // A window of 1,024 addresses plus the slots: nowhere near ten million.
+    expect(read.count).toBeLessThan(1_200);
+    await iterator.return();
+  });
+
+  it('holds a slot until its result is consumed, and counts concurrency in domains', async () => {
+    const { verify, started, pending } = controlledVerify();
+    const iterator = verifyEach(addresses(1_000, 100), { concurrency: 4, perDomain: 3 }, verify);
+    const first = iterator.next();
+    await new Promise((r) => setTimeout(r, 0));
+    // 4 domains of 10 addresses each, 3 at a time per domain.
+    expect(started).toHaveLength(12);
+    expect(new Set(started.map((a) => a.split('@')[1])).size).toBe(4);
+    for (const resolve of pending.splice(0)) resolve();
+    await first;
+    await new Promise((r) => setTimeout(r, 0));
+    // Eleven results wait unconsumed: their slots are still held, so only one more started.
+    expect(started).toHaveLength(13);
+    await iterator.return();
+  });
+
+  it('looks up the MX of many domains at once, not one domain at a time', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const dns: Dns = {
+      mx: async () => {
+        most = Math.max(most, ++inFlight);
+        await new Promise((r) => setTimeout(r, 2));
+        inFlight--;
+        return {
+          kind: 'records',
+          hosts: [{ exchange: 'mx.example.net', priority: 10 }],
+        } as MxAnswer;
+      },
+    };
+    // The engine's default Dns is cached, one query per domain however many addresses wait on it.
+    const engine = createEngine({ dns: createCachedDns(dns) });
+    const seen = await collect(
+      engine.verifyMany(addresses(2_000, 200), { method: 'quick', concurrency: 25 }),
+    );
+    expect(seen.size).toBe(2_000);
+    expect(most).toBe(25);
+  });
+
+  it('a non-string item is a TypeError naming its index, after the results before it', async () => {
+    const results: number[] = [];
+    const run = async () => {
+      for await (const { index } of offline.verifyMany([
+        'a@b.org',
+        'c@d.org',
+        42 as unknown as string,
+      ])) {
+        results.push(index);
+      }
+    };
+    await expect(run()).rejects.toThrow(/index 2 is not one/);
+    expect(results.sort()).toEqual([0, 1]);
+  });
+
+  it("rejects with the signal's reason, and aborts what is in flight when the caller stops", async () => {
+    const { verify, aborted } = controlledVerify();
+    const controller = new AbortController();
+    const iterator = verifyEach(addresses(100, 10), { signal: controller.signal }, verify);
+    const next = iterator.next();
+    controller.abort(new Error('stop now'));
+    await expect(next).rejects.toThrow('stop now');
+    expect(aborted()).toBeGreaterThan(0);
+
+    const second = controlledVerify();
+    const stopped = verifyEach(addresses(100, 10), {}, second.verify);
+    const pendingNext = stopped.next();
+    second.pending[0]?.();
+    await pendingNext;
+    await stopped.return();
+    expect(second.aborted()).toBeGreaterThan(0);
+  });
+});
