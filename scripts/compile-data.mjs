@@ -32,3 +32,178 @@ export function compileLists() {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(`${root}src/data/generated/lists.ts`, compileLists());
 }
+
+// IDNA 2008 data (DESIGN 2.1): one byte of properties per code point, run-length encoded
+// into src/data/generated/idna.ts. Unicode properties come from @unicode/unicode-15.0.0 (the
+// Unicode of Node 20.0's ICU, the oldest runtime we support: every character we let through
+// is one that String.prototype.normalize knows on every supported runtime, and NFC of
+// assigned characters never changes across versions); the UTS-46 mapping from tr46.
+// test/address/idna-data.test.ts fails when the output is stale.
+export const IDNA_UNICODE = '15.0.0';
+const UCD = `@unicode/unicode-${IDNA_UNICODE}`;
+
+/** RFC 5892 section 3's derived property, two bits; the other bits serve the parser. */
+export const IDNA_BITS = {
+  DISALLOWED: 0,
+  PVALID: 1,
+  CONTEXTJ: 2,
+  CONTEXTO: 3,
+  /** Controls, format characters, surrogates, private use, unassigned, spaces, separators. */
+  UNSAFE: 4,
+  /** General_Category=Mark: a label may not start with one (RFC 5891 5.4). */
+  MARK: 8,
+  /** Script for the CONTEXTO rules (RFC 5892 A.4, A.5/A.6, A.7), in bits 4-5. */
+  GREEK: 16,
+  HEBREW: 32,
+  JAPANESE: 48,
+  /** UTS-46 maps the character to text holding a dot (UTS-46 up to 15.0 mapped `⒈` to "1."). */
+  MAPS_TO_DOT: 64,
+  /** Bidi_Class R, AL or AN: a domain with one is a Bidi domain name (RFC 5893 1.4). */
+  RTL: 128,
+};
+
+async function ranges(path) {
+  return (await import(`${UCD}/${path}/ranges.mjs`)).default;
+}
+
+async function codePointSet(paths) {
+  const set = new Uint8Array(0x110000);
+  for (const path of paths) {
+    for (const { begin, end } of await ranges(path)) set.fill(1, begin, end);
+  }
+  return set;
+}
+
+// RFC 5892 2.6 Exceptions (F).
+const EXCEPTIONS = new Map([
+  ...[0xdf, 0x3c2, 0x6fd, 0x6fe, 0xf0b, 0x3007].map((cp) => [cp, 'PVALID']),
+  ...[0xb7, 0x375, 0x5f3, 0x5f4, 0x30fb].map((cp) => [cp, 'CONTEXTO']),
+  ...Array.from({ length: 10 }, (_, i) => [0x660 + i, 'CONTEXTO']),
+  ...Array.from({ length: 10 }, (_, i) => [0x6f0 + i, 'CONTEXTO']),
+  ...[0x640, 0x7fa, 0x302e, 0x302f, 0x3031, 0x3032, 0x3033, 0x3034, 0x3035, 0x303b].map((cp) => [
+    cp,
+    'DISALLOWED',
+  ]),
+]);
+// RFC 5892 2.9 OldHangulJamo (I): Hangul_Syllable_Type L, V and T, as HangulSyllableType.txt
+// has listed them since Unicode 5.2.
+const OLD_HANGUL_JAMO = [
+  [0x1100, 0x11ff],
+  [0xa960, 0xa97c],
+  [0xd7b0, 0xd7c6],
+  [0xd7cb, 0xd7fb],
+];
+
+/** The derived property of every code point, RFC 5892 section 3, in its order of rules. */
+async function derivedProperties() {
+  const unassigned = await codePointSet(['General_Category/Unassigned']);
+  const noncharacter = await codePointSet(['Binary_Property/Noncharacter_Code_Point']);
+  const joinControl = await codePointSet(['Binary_Property/Join_Control']);
+  const unstable = await codePointSet(['Binary_Property/Changes_When_NFKC_Casefolded']);
+  const ignorable = await codePointSet([
+    'Binary_Property/Default_Ignorable_Code_Point',
+    'Binary_Property/White_Space',
+    'Binary_Property/Noncharacter_Code_Point',
+  ]);
+  const ignorableBlocks = await codePointSet([
+    'Block/Combining_Diacritical_Marks_For_Symbols',
+    'Block/Musical_Symbols',
+    'Block/Ancient_Greek_Musical_Notation',
+  ]);
+  const letterDigits = await codePointSet(
+    [
+      'Lowercase_Letter',
+      'Uppercase_Letter',
+      'Other_Letter',
+      'Decimal_Number',
+      'Modifier_Letter',
+      'Nonspacing_Mark',
+      'Spacing_Mark',
+    ].map((gc) => `General_Category/${gc}`),
+  );
+  const oldHangul = new Uint8Array(0x110000);
+  for (const [first, last] of OLD_HANGUL_JAMO) oldHangul.fill(1, first, last + 1);
+  const { PVALID, CONTEXTJ, CONTEXTO, DISALLOWED } = IDNA_BITS;
+  const names = { PVALID, CONTEXTO, DISALLOWED };
+  const out = new Uint8Array(0x110000);
+  for (let cp = 0; cp < 0x110000; cp++) {
+    const exception = EXCEPTIONS.get(cp);
+    if (exception !== undefined) out[cp] = names[exception];
+    // BackwardCompatible (G) is empty; UNASSIGNED is not PVALID: both leave DISALLOWED.
+    else if (unassigned[cp] && !noncharacter[cp]) out[cp] = DISALLOWED;
+    else if (cp === 0x2d || (cp >= 0x30 && cp <= 0x39) || (cp >= 0x61 && cp <= 0x7a))
+      out[cp] = PVALID;
+    else if (joinControl[cp]) out[cp] = CONTEXTJ;
+    else if (unstable[cp] || ignorable[cp] || ignorableBlocks[cp] || oldHangul[cp])
+      out[cp] = DISALLOWED;
+    else if (letterDigits[cp]) out[cp] = PVALID;
+    else out[cp] = DISALLOWED;
+  }
+  return out;
+}
+
+/** The UTS-46 mapping table of tr46: [[first, last] | cp, status, mapping?] rows. */
+async function mapsToDot() {
+  const { createRequire } = await import('node:module');
+  const require = createRequire(import.meta.url);
+  const table = require('tr46/lib/mappingTable.json');
+  const set = new Uint8Array(0x110000);
+  for (const [span, , mapping] of table) {
+    // The three full stops that map to exactly '.' are label separators, not a hidden label.
+    if (typeof mapping !== 'string' || mapping === '.' || !mapping.includes('.')) continue;
+    const [first, last] = Array.isArray(span) ? span : [span, span];
+    set.fill(1, first, last + 1);
+  }
+  return set;
+}
+
+export async function compileIdna() {
+  const bytes = await derivedProperties();
+  const unsafe = await codePointSet(
+    ['Control', 'Format', 'Surrogate', 'Private_Use', 'Unassigned']
+      .concat(['Space_Separator', 'Line_Separator', 'Paragraph_Separator'])
+      .map((gc) => `General_Category/${gc}`),
+  );
+  const mark = await codePointSet(['General_Category/Mark']);
+  const scripts = [
+    [IDNA_BITS.GREEK, ['Greek']],
+    [IDNA_BITS.HEBREW, ['Hebrew']],
+    [IDNA_BITS.JAPANESE, ['Hiragana', 'Katakana', 'Han']],
+  ];
+  const dot = await mapsToDot();
+  const rtl = await codePointSet(
+    ['Right_To_Left', 'Arabic_Letter', 'Arabic_Number'].map((bc) => `Bidi_Class/${bc}`),
+  );
+  for (const [bit, names] of scripts) {
+    const set = await codePointSet(names.map((name) => `Script/${name}`));
+    for (let cp = 0; cp < 0x110000; cp++) if (set[cp]) bytes[cp] |= bit;
+  }
+  for (let cp = 0; cp < 0x110000; cp++) {
+    if (unsafe[cp]) bytes[cp] |= IDNA_BITS.UNSAFE;
+    if (mark[cp]) bytes[cp] |= IDNA_BITS.MARK;
+    if (dot[cp]) bytes[cp] |= IDNA_BITS.MAPS_TO_DOT;
+    if (rtl[cp]) bytes[cp] |= IDNA_BITS.RTL;
+  }
+  // Runs of equal bytes: the start of each run and its byte, both as base-36 deltas.
+  const starts = [];
+  const values = [];
+  for (let cp = 0; cp < 0x110000; cp++) {
+    if (cp === 0 || bytes[cp] !== bytes[cp - 1]) {
+      starts.push(cp);
+      values.push(bytes[cp]);
+    }
+  }
+  const deltas = starts.map((start, i) => (start - (starts[i - 1] ?? 0)).toString(36));
+  let out = `// Generated by scripts/compile-data.mjs from ${UCD} and tr46: do not edit.\n`;
+  out += '// Runs of code points with one byte of IDNA properties (see IDNA_BITS there).\n\n';
+  out += `/** Unicode version of the properties. */\nexport const IDNA_UNICODE = '${IDNA_UNICODE}';\n\n`;
+  out += `/** Start of each run, as base-36 deltas from the previous start. */\n`;
+  out += `export const IDNA_RUN_STARTS = '${deltas.join(',')}';\n\n`;
+  out += `/** Property byte of each run, as base-36. */\n`;
+  out += `export const IDNA_RUN_VALUES = '${values.map((v) => v.toString(36)).join(',')}';\n`;
+  return out;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  writeFileSync(`${root}src/data/generated/idna.ts`, await compileIdna());
+}

@@ -1,17 +1,8 @@
-import { domainToASCII } from 'node:url';
-import punycode from 'punycode/punycode.js';
 import { describeCharacter, partFailure as fail, type PartFailure } from './errors.js';
+import { toIdnaDomain } from './idna.js';
 import { isIpv6Literal, parseIpv4 } from './ip-literal.js';
 import { MAX_DOMAIN_OCTETS, MAX_LABEL_OCTETS } from './limits.js';
 import { boundedMemo } from './memo.js';
-import {
-  findUnsafeCharacter,
-  isAscii,
-  isIdna2008Label,
-  isLdhCode,
-  isMixedScript,
-  startsWithCombiningMark,
-} from './unicode.js';
 
 /**
  * Special-use names that never take mail from the internet: RFC 6761 (localhost, test,
@@ -45,11 +36,6 @@ export function specialUseTldAt(domain: string, start: number): string | undefin
   return SPECIAL_USE_TLDS.has(tld) ? tld : undefined;
 }
 
-// U+3002 IDEOGRAPHIC FULL STOP, U+FF0E FULLWIDTH FULL STOP, U+FF61 HALFWIDTH IDEOGRAPHIC FULL
-// STOP: UTS-46 maps each to '.', so a user typing in a CJK input method still gets a dot.
-const DOT_VARIANTS: ReadonlySet<string> = new Set(['\u3002', '\uff0e', '\uff61']);
-const LETTER_MARK_DIGIT = /[\p{L}\p{M}\p{Nd}]/u;
-
 export interface ParsedDomain {
   readonly ok: true;
   /** Lowercase Unicode form (U-labels), for display and the normalized address. */
@@ -77,7 +63,8 @@ export function parseDomain(raw: string, rules: DomainRules): ParsedDomain | Par
     : parseInternationalAnywhere(raw);
 }
 
-// UTS-46 mapping costs about 5 µs a domain (bench/): memoized per rule set.
+// IDNA 2008 (mapping, punycode, the label rules) costs several µs a domain: memoized per rule
+// set. It runs only for non-ASCII domains and A-labels; ASCII host names never get here.
 const parseInternationalDeliverable = boundedMemo((raw) =>
   parseInternationalDomain(raw, { allowDomainLiteral: false, globallyDeliverable: true }),
 );
@@ -86,50 +73,13 @@ const parseInternationalAnywhere = boundedMemo((raw) =>
 );
 
 function parseInternationalDomain(raw: string, rules: DomainRules): ParsedDomain | PartFailure {
-  const mapped = mapInternationalDomain(raw);
-  if (!mapped.ok) return mapped;
-  const checked = scanDomain(mapped.ascii, rules);
-  return checked === NON_ASCII ? fail('invalid_idn', 'The domain did not map to ASCII.') : checked;
-}
-
-/** UTS-46 mapping to A-labels, after refusing what the mapping would hide or let through. */
-function mapInternationalDomain(raw: string): { ok: true; ascii: string } | PartFailure {
-  const unsafe = findUnsafeCharacter(raw);
-  if (unsafe !== undefined) {
-    return fail(
-      'unsafe_character',
-      `The part after the @-sign contains an unsafe character: ${describeCharacter(unsafe)}.`,
-    );
-  }
-  for (const char of raw) {
-    const code = char.charCodeAt(0);
-    if (code < 0x80) {
-      if (code !== 0x2e && !isLdhCode(code)) {
-        return fail(
-          'bad_character',
-          `The part after the @-sign contains an invalid character: ${describeCharacter(char)}.`,
-        );
-      }
-      continue;
-    }
-    if (DOT_VARIANTS.has(char) || LETTER_MARK_DIGIT.test(char)) continue;
-    // Fullwidth hyphen and the like are compatibility forms of an LDH character; anything
-    // else (symbols, '⒈' which would map to "1.") is refused as written.
-    const compatible = char.normalize('NFKC');
-    if (compatible.length === 1 && isLdhCode(compatible.charCodeAt(0))) continue;
-    return fail(
-      'bad_character',
-      `The part after the @-sign contains an invalid character: '${char}'.`,
-    );
-  }
-  const ascii = domainToASCII(raw);
-  if (ascii === '') {
-    return fail(
-      'invalid_idn',
-      'The part after the @-sign is not a valid internationalized domain name.',
-    );
-  }
-  return { ok: true, ascii };
+  const idn = toIdnaDomain(raw);
+  if (!idn.ok) return idn;
+  // Lengths of the A-label form and the deliverability rules, without decoding again.
+  const checked = scanDomain(idn.ascii, rules, false);
+  if (checked === NON_ASCII) return fail('invalid_idn', 'The domain did not map to ASCII.');
+  if (!checked.ok) return checked;
+  return { ...checked, unicode: idn.unicode, confusable: idn.confusable };
 }
 
 // One table lookup per character: bench/ measured a separate LDH pass, toLowerCase and
@@ -151,12 +101,14 @@ const NON_ASCII = Symbol('non-ascii');
 
 /**
  * Checks an ASCII domain in one pass: LDH characters, label lengths, hyphen positions,
- * R-LDH labels, total length and the deliverability rules; decodes A-labels when present.
+ * R-LDH labels, total length and the deliverability rules; with `decode`, A-labels are
+ * decoded and held to the same IDNA 2008 rules as U-labels.
  * Returns NON_ASCII at the first non-ASCII character, which needs UTS-46 mapping first.
  */
 function scanDomain(
   text: string,
   rules: DomainRules,
+  decode = true,
 ): ParsedDomain | PartFailure | typeof NON_ASCII {
   let labelStart = 0;
   let tldStart = 0;
@@ -249,52 +201,18 @@ function scanDomain(
       );
     }
   }
-  if (!hasALabel) return { ok: true, ascii, unicode: ascii, literal: false, confusable: false };
-  return decodeALabels(ascii);
-}
-
-/** The Unicode form of a domain with A-labels, memoized: punycode both ways costs ~1 µs. */
-const decodeALabels = boundedMemo(decodeALabelsOnce);
-
-/** The Unicode form of a domain with A-labels, each one held to RFC 5891's rules. */
-function decodeALabelsOnce(ascii: string): ParsedDomain | PartFailure {
-  let confusable = false;
-  const labels = ascii.split('.');
-  for (let index = 0; index < labels.length; index++) {
-    const label = labels[index] as string;
-    if (!label.startsWith('xn--')) continue;
-    const ulabel = decodeALabel(label);
-    if (ulabel === undefined) {
-      return fail(
-        'invalid_idn',
-        `The label '${label}' is not valid punycode (an invalid A-label).`,
-      );
-    }
-    labels[index] = ulabel;
-    if (!confusable && isMixedScript(ulabel)) confusable = true;
+  if (!hasALabel || !decode) {
+    return { ok: true, ascii, unicode: ascii, literal: false, confusable: false };
   }
-  return { ok: true, ascii, unicode: labels.join('.'), literal: false, confusable };
+  return checkALabels(ascii);
 }
 
-/** The U-label of a valid A-label, or undefined (RFC 5891 5.3-5.5). */
-function decodeALabel(label: string): string | undefined {
-  let ulabel: string;
-  try {
-    ulabel = punycode.decode(label.slice(4));
-  } catch {
-    return undefined;
-  }
-  if (ulabel.length === 0) return undefined;
-  if (ulabel !== ulabel.normalize('NFC')) return undefined;
-  if (startsWithCombiningMark(ulabel)) return undefined;
-  if (ulabel.startsWith('-') || ulabel.endsWith('-')) return undefined;
-  // An A-label that decodes to pure ASCII, or that a canonical encoder would write
-  // differently, is a forgery of some other label.
-  if (isAscii(ulabel)) return undefined;
-  if (!isIdna2008Label(ulabel)) return undefined;
-  if (`xn--${punycode.encode(ulabel)}` !== label) return undefined;
-  return ulabel;
-}
+/** An ASCII domain with A-labels, through the one IDNA rule set; memoized (~µs a domain). */
+const checkALabels = boundedMemo((ascii: string): ParsedDomain | PartFailure => {
+  const idn = toIdnaDomain(ascii);
+  if (!idn.ok) return idn;
+  return { ok: true, ascii, unicode: idn.unicode, literal: false, confusable: idn.confusable };
+});
 
 function parseDomainLiteral(raw: string, rules: DomainRules): ParsedDomain | PartFailure {
   if (!rules.allowDomainLiteral) {

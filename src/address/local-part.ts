@@ -207,7 +207,9 @@ function parseQuotedLocal(raw: string, rules: LocalRules): ParsedLocal | PartFai
     return fail('bad_character', 'Nothing may follow the closing quote before the @-sign.');
   }
   if (!ascii) {
-    const unsafe = findUnsafeCharacter(content);
+    // RFC 6531 3.3: qtextSMTP takes UTF-8 too, so "Jöhn Doe" is as valid as "John Doe"; the
+    // unsafe rule still refuses controls, format characters and every other kind of space.
+    const unsafe = findUnsafeCharacter(content, true);
     if (unsafe !== undefined) {
       return fail(
         'unsafe_character',

@@ -2,22 +2,34 @@
  * Unicode rules shared by the local part and the domain. Every regular expression here is a
  * single character class: it cannot backtrack, so scanning stays linear.
  */
+import { codePointProperties, MARK, UNSAFE } from './code-points.js';
 
 // python-email-validator's unsafe set: controls, format characters (zero-width space, soft
 // hyphen, bidi overrides), surrogates, private use, unassigned, and every kind of space or
-// line/paragraph separator.
-const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zs}\p{Zl}\p{Zp}]/u;
-const COMBINING_MARK = /^\p{M}/u;
+// line/paragraph separator. From the compiled tables, not \p{...}: "unassigned" must mean
+// the same on every runtime.
 
-/** The first unsafe character of `text`, or undefined. Linear: one pass of a char class. */
-export function findUnsafeCharacter(text: string): string | undefined {
-  const match = UNSAFE.exec(text);
-  return match?.[0];
+/**
+ * The first unsafe character of `text`, or undefined. Linear: one table lookup a code point.
+ * `allowSpace` lets U+0020 through (inside a quoted local part, RFC 5321 qtextSMTP has it).
+ */
+export function findUnsafeCharacter(text: string, allowSpace = false): string | undefined {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) {
+      if ((code <= 0x20 || code === 0x7f) && !(allowSpace && code === 0x20)) return text[i];
+      continue;
+    }
+    const codePoint = text.codePointAt(i) as number;
+    if ((codePointProperties(codePoint) & UNSAFE) !== 0) return String.fromCodePoint(codePoint);
+    if (codePoint > 0xffff) i++;
+  }
+  return undefined;
 }
 
 /** True when `text` begins with a combining mark, which would attach to what precedes it. */
 export function startsWithCombiningMark(text: string): boolean {
-  return COMBINING_MARK.test(text);
+  return text.length > 0 && (codePointProperties(text.codePointAt(0) as number) & MARK) !== 0;
 }
 
 /** Length in octets of UTF-8, the unit of every SMTP limit (RFC 5321 4.5.3.1, RFC 6531). */
@@ -40,54 +52,6 @@ export function utf8Length(text: string): number {
 
 export function isAscii(text: string): boolean {
   for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
-  return true;
-}
-
-// RFC 5892 2.1-2.3: a U-label code point is PVALID when it is a lowercase or other letter,
-// a modifier letter, a non-spacing or spacing mark, or a decimal digit.
-const IDNA_LETTER_DIGIT = /[\p{Ll}\p{Lo}\p{Lm}\p{Mn}\p{Mc}\p{Nd}]/u;
-// RFC 5892 2.6 exceptions.
-const PVALID_EXCEPTIONS = new Set([0xdf, 0x3c2, 0x6fd, 0x6fe, 0xf0b, 0x3007]);
-const DISALLOWED_EXCEPTIONS = new Set([
-  0x640, 0x7fa, 0x302e, 0x302f, 0x3031, 0x3032, 0x3033, 0x3034, 0x3035, 0x303b,
-]);
-const GREEK = /\p{Script=Greek}/u;
-const HEBREW = /\p{Script=Hebrew}/u;
-const JAPANESE = /[\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Han}]/u;
-
-/**
- * Whether every code point of a decoded U-label is allowed by IDNA 2008 (RFC 5892), including
- * the CONTEXTO rules of Appendix A. CONTEXTJ joiners never get here: they are format
- * characters, refused as unsafe before mapping.
- */
-export function isIdna2008Label(label: string): boolean {
-  const chars = Array.from(label);
-  for (let i = 0; i < chars.length; i++) {
-    const char = chars[i] as string;
-    const codePoint = char.codePointAt(0) as number;
-    if (codePoint < 0x80) {
-      if (!isLdhCode(codePoint) || (codePoint >= 0x41 && codePoint <= 0x5a)) return false;
-      continue;
-    }
-    if (DISALLOWED_EXCEPTIONS.has(codePoint)) return false;
-    if (PVALID_EXCEPTIONS.has(codePoint)) continue;
-    switch (codePoint) {
-      case 0xb7: // MIDDLE DOT: only between two 'l' (Catalan l·l)
-        if (chars[i - 1] !== 'l' || chars[i + 1] !== 'l') return false;
-        continue;
-      case 0x375: // GREEK LOWER NUMERAL SIGN: followed by Greek
-        if (!GREEK.test(chars[i + 1] ?? '')) return false;
-        continue;
-      case 0x5f3:
-      case 0x5f4: // HEBREW GERESH / GERSHAYIM: preceded by Hebrew
-        if (!HEBREW.test(chars[i - 1] ?? '')) return false;
-        continue;
-      case 0x30fb: // KATAKANA MIDDLE DOT: the label has Hiragana, Katakana or Han
-        if (!chars.some((c) => c !== '\u30fb' && JAPANESE.test(c))) return false;
-        continue;
-    }
-    if (!IDNA_LETTER_DIGIT.test(char)) return false;
-  }
   return true;
 }
 

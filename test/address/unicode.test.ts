@@ -5,9 +5,9 @@ import {
   isLatinLetters,
   parseLocalPart,
 } from '../../src/address/local-part.js';
+import { isIdna2008Label } from '../../src/address/idna.js';
 import {
   findUnsafeCharacter,
-  isIdna2008Label,
   isMixedScript,
   lastIndexOfCode,
   utf8Length,

@@ -1,0 +1,64 @@
+/**
+ * One byte of Unicode properties per code point, from tables compiled at build time
+ * (scripts/compile-data.mjs, Unicode 15.0 via @unicode/unicode-15.0.0): never from the
+ * runtime's ICU, whose Unicode version differs between Node 20, 22 and 24 and would give one
+ * address two verdicts.
+ */
+import { IDNA_RUN_STARTS, IDNA_RUN_VALUES } from '../data/generated/idna.js';
+
+// The bits of IDNA_BITS in scripts/compile-data.mjs (test/address/idna-data.test.ts checks).
+/** RFC 5892 section 3's derived property, in the two low bits. */
+export const DERIVED = 3;
+export const DISALLOWED = 0;
+export const PVALID = 1;
+export const CONTEXTJ = 2;
+export const CONTEXTO = 3;
+/** Controls, format characters, surrogates, private use, unassigned, spaces, separators. */
+export const UNSAFE = 4;
+/** General_Category=Mark. */
+export const MARK = 8;
+/** The scripts the CONTEXTO rules name, in bits 4-5. */
+export const SCRIPT = 48;
+export const GREEK = 16;
+export const HEBREW = 32;
+/** Hiragana, Katakana or Han. */
+export const JAPANESE = 48;
+/** UTS-46 maps the character to text holding a dot (UTS-46 up to 15.0 mapped `⒈` to "1."). */
+export const MAPS_TO_DOT = 64;
+/** Bidi_Class R, AL or AN: a domain with one is a Bidi domain name (RFC 5893 1.4). */
+export const RTL = 128;
+
+function decodeBase36List(text: string, cumulative: boolean): Uint32Array {
+  const parts = text.split(',');
+  const out = new Uint32Array(parts.length);
+  let previous = 0;
+  for (let i = 0; i < parts.length; i++) {
+    const value = parseInt(parts[i] as string, 36);
+    previous = cumulative ? previous + value : value;
+    out[i] = previous;
+  }
+  return out;
+}
+
+// About 3,300 runs: decoding them costs well under a millisecond at import.
+const RUN_STARTS = decodeBase36List(IDNA_RUN_STARTS, true);
+const RUN_VALUES = Uint8Array.from(decodeBase36List(IDNA_RUN_VALUES, false));
+const ASCII_PROPERTIES = new Uint8Array(128);
+for (let code = 0; code < 128; code++) ASCII_PROPERTIES[code] = lookup(code);
+
+function lookup(codePoint: number): number {
+  // The last run that starts at or before the code point: a binary search, 12 steps.
+  let low = 0;
+  let high = RUN_STARTS.length - 1;
+  while (low < high) {
+    const middle = (low + high + 1) >>> 1;
+    if ((RUN_STARTS[middle] as number) <= codePoint) low = middle;
+    else high = middle - 1;
+  }
+  return RUN_VALUES[low] as number;
+}
+
+/** The property byte of one code point (see the bit constants above). */
+export function codePointProperties(codePoint: number): number {
+  return codePoint < 0x80 ? (ASCII_PROPERTIES[codePoint] as number) : lookup(codePoint);
+}
