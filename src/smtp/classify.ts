@@ -76,9 +76,12 @@ const GREYLISTING = /gr[ae]y-?\s?list|postgrey|sqlgrey/i;
 /** The generic "come back" of greylisting (rspamd, hMailServer, Exim ACLs, Gmail 4.7.x). */
 const TRY_LATER = /\b(?:try (?:again |back )?later|come back later|retry later)\b/i;
 
+/** ...unless the server says what went wrong: Exim "Temporary local problem - please try later". */
+const SERVER_TROUBLE = /\b(?:problem|error|failure|busy|resources?|unavailable|overload\w*)\b/i;
+
 /** Over quota: Gmail, iCloud, Yahoo "This account is over quota", Exchange "Mailbox full". */
 const FULL =
-  /\b(?:quota|over ?quota|mailbox (?:is )?full|inbox is full|account is full|out of storage|exceeded storage|storage (?:limit|space) exceeded)\b/i;
+  /\b(?:quota|over ?quota|mailbox (?:is )?full|full mailbox|inbox is full|account is full|out of storage|exceeded storage|storage (?:limit|space) exceeded)\b/i;
 
 /** Closed but existing: Gmail "inactive", Yahoo "no longer valid", AOL "mailbox is disabled". */
 const DISABLED =
@@ -91,7 +94,7 @@ const DISABLED =
  * doesn't exist", Domino "not listed in", QQ/163/Mimecast/OpenSMTPD variants.
  */
 const NO_SUCH_MAILBOX =
-  /\b(?:user unknown|unknown (?:user|recipient|mailbox|address|or illegal)|addressee unknown|no such (?:user|mailbox|recipient|address|account)|not exists?|doesn't exist|does not exist|invalid (?:recipient|mailbox|address|user)|recipient ?not ?found|mailbox not found|user not found|user \S+ not found|no mailbox here|not a valid (?:mailbox|user|recipient)|have an? \S+ account|unroutable address|unrouteable address|no longer on server|not listed in|host unknown|host not found|undeliverable address)\b/i;
+  /\b(?:(?:user|address|addressee|recipient|mailbox) unknown|unknown (?:user|recipient|mailbox|address|or illegal)|no such (?:user|mailbox|recipient|address|account)|not exists?|doesn't exist|does not exist|invalid (?:recipient|mailbox|address|user)|recipient ?not ?found|mailbox not found|user not found|user \S+ (?:not found|unknown)|no mailbox here|not a valid (?:mailbox|user|recipient)|have an? \S+ account|unroutable address|unrouteable address|no longer on server|not listed in|host unknown|host not found|undeliverable address)\b/i;
 
 const TOO_MANY_RECIPIENTS = /\btoo many recipients\b/i;
 
@@ -139,14 +142,14 @@ const RCPT_TRANSIENT: readonly Rule[] = [
   // Gmail 452 4.2.2 "out of storage space", Yahoo and iCloud 552 quota texts.
   [either(has(2, 2), text(FULL)), 'mailbox_full'],
   // X.7.x is policy; bare "4.7.1 Try again later" is rspamd's and Gmail's greylisting.
-  [both(has(7), text(TRY_LATER), not(text(ABOUT_US))), 'greylisted'],
+  [both(has(7), text(TRY_LATER), not(either(text(ABOUT_US), text(SERVER_TROUBLE)))), 'greylisted'],
   [has(7), 'blocked'],
   // Any other enhanced code decides: 4.1.2 domain not found this time, 4.3.x system, 4.4.x.
   [meaningful, 'temporary'],
   // Outlook.com, Web.de "Reject due to policy violations", Zoho "restricted by policy".
   [text(ABOUT_US), 'blocked'],
   // hMailServer "451 Please try again later.": DESIGN 3.3, 450/451 greylisting texts.
-  [both(isCode(450, 451), text(TRY_LATER)), 'greylisted'],
+  [both(isCode(450, 451), text(TRY_LATER), not(text(SERVER_TROUBLE))), 'greylisted'],
   // RFC 5321 4.5.3.1.10: 452 is the "too many recipients" reply unless it speaks of quota.
   [isCode(452, 552), 'too_many_recipients'],
   [always, 'temporary'],
@@ -188,11 +191,11 @@ const SESSION_TRANSIENT: readonly Rule[] = [
   [text(GREYLISTING), 'greylisted'],
   // Postfix 450 4.1.8 "Sender address rejected: Domain not found", Yahoo 451 "from domain".
   [either(ourSender, text(ABOUT_SENDER)), 'sender_refused'],
-  [both(has(7), text(TRY_LATER), not(text(ABOUT_US))), 'greylisted'],
+  [both(has(7), text(TRY_LATER), not(either(text(ABOUT_US), text(SERVER_TROUBLE)))), 'greylisted'],
   [has(7), 'blocked'],
   [meaningful, 'temporary'],
   [text(ABOUT_US), 'blocked'],
-  [both(isCode(450, 451), text(TRY_LATER)), 'greylisted'],
+  [both(isCode(450, 451), text(TRY_LATER), not(text(SERVER_TROUBLE))), 'greylisted'],
   [always, 'temporary'],
 ];
 
