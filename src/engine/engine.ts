@@ -19,8 +19,8 @@ import { batchProbes } from './probe-batcher.js';
 import {
   verifyEach,
   type VerifyManyIterator,
+  type DomainIo,
   type VerifyManyOptions,
-  type VerifyManyResult,
 } from './verify-many.js';
 import {
   buildMethods,
@@ -165,6 +165,13 @@ export function createEngine(options: EngineOptions = {}): Engine {
     return method;
   }
 
+  /** Warms the DNS cache with an address's MX answer; verifyMany calls it ahead of time. */
+  function prefetch(address: string): Promise<unknown> {
+    const parsed = parseAddress(address, parseOptions);
+    if (!parsed.ok || parsed.domainLiteral) return Promise.resolve();
+    return dns.mx(parsed.asciiDomain);
+  }
+
   const engine: Engine = {
     methods,
     dns,
@@ -205,7 +212,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         addresses,
         manyOptions,
         (address, { signal }) => run(address, method, context, signal, retry),
-        dns.offline !== true,
+        dns.offline === true ? NO_IO : { groupByDomain: true, prefetch },
       );
     },
   };
@@ -213,6 +220,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
 }
 
 const UNCHECKED: DnsHealth = Object.freeze({ status: 'unchecked' });
+const NO_IO: DomainIo = Object.freeze({ groupByDomain: false });
 
 /** Node's resolver, checked by its canary unless told not to, behind a cache. */
 function defaultDns(options: EngineOptions, clock: Clock): Dns {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { MethodName } from './methods.js';
 import type { Verdict } from './verdict.js';
 
@@ -33,7 +34,7 @@ export type VerifyOne = (
 
 /** What verifyMany returns: `for await` it, or call `return()` to stop it early. */
 export interface VerifyManyIterator extends AsyncIterableIterator<VerifyManyResult> {
-  /** Stops the run: what is in flight is aborted and the source is closed. */
+  /** Stops the run and closes the source (an async source's `return` is awaited). */
   return(): Promise<IteratorReturnResult<undefined>>;
 }
 
@@ -54,6 +55,10 @@ class Fifo<T> {
 
   push(item: T): void {
     this.#items.push(item);
+  }
+
+  peek(): T | undefined {
+    return this.#head === this.#items.length ? undefined : this.#items[this.#head];
   }
 
   shift(): T | undefined {
@@ -100,9 +105,23 @@ export function verifyEach(
   addresses: Iterable<string> | AsyncIterable<string>,
   options: VerifyManyOptions,
   verify: VerifyOne,
-  groupByDomain = true,
+  io: DomainIo = { groupByDomain: true },
 ): VerifyManyIterator {
-  return new VerifyManyRun(addresses, options, verify, groupByDomain);
+  return new VerifyManyRun(addresses, options, verify, io);
+}
+
+/** What the engine tells verifyEach about its I/O. */
+export interface DomainIo {
+  /**
+   * Off for an engine without I/O: grouping only lets addresses share lookups and sessions,
+   * and reading each domain cost an offline run a third of its speed (bench/).
+   */
+  readonly groupByDomain: boolean;
+  /**
+   * Starts the MX lookup of an address's domain (into the engine's DNS cache) before its turn,
+   * so that the next domains' lookups overlap the verification of the current ones.
+   */
+  readonly prefetch?: (address: string) => Promise<unknown>;
 }
 
 class VerifyManyRun implements VerifyManyIterator {
@@ -110,20 +129,16 @@ class VerifyManyRun implements VerifyManyIterator {
   readonly #verifyOptions: {
     method?: MethodName;
     retryGreylisted?: boolean;
-    signal: AbortSignal;
+    signal?: AbortSignal;
   };
   readonly #concurrency: number;
   readonly #perDomain: number;
   readonly #lookahead: number;
-  /**
-   * Off for an engine without I/O: grouping only lets addresses share lookups and sessions,
-   * and reading each domain cost an offline run a third of its speed (bench/).
-   */
-  readonly #groupByDomain: boolean;
-  // Our own signal, so that a caller who stops iterating also stops what is in flight.
-  readonly #controller = new AbortController();
-  readonly #outer: AbortSignal | undefined;
-  readonly #onAbort = () => this.#controller.abort(this.#outer?.reason);
+  readonly #io: DomainIo;
+  /** Queued domains whose MX lookup may start early, and how many such lookups are running. */
+  readonly #toPrefetch = new Fifo<DomainGroup>();
+  #prefetching = 0;
+  readonly #signal: AbortSignal | undefined;
   readonly #source: Reader;
   readonly #groups = new Map<string, DomainGroup>();
   /** Groups with addresses waiting and no slot yet, in the order their domains were first seen. */
@@ -146,22 +161,22 @@ class VerifyManyRun implements VerifyManyIterator {
     addresses: Iterable<string> | AsyncIterable<string>,
     options: VerifyManyOptions,
     verify: VerifyOne,
-    groupByDomain: boolean,
+    io: DomainIo,
   ) {
     this.#verify = verify;
-    this.#groupByDomain = groupByDomain;
+    this.#io = io;
     this.#concurrency = positiveInteger(options.concurrency, VERIFY_MANY_CONCURRENCY);
     this.#perDomain = positiveInteger(options.perDomain, VERIFY_MANY_PER_DOMAIN);
     this.#lookahead = Math.max(MIN_LOOKAHEAD, this.#concurrency * this.#perDomain);
-    this.#outer = options.signal;
-    if (this.#outer?.aborted) this.#onAbort();
-    else this.#outer?.addEventListener('abort', this.#onAbort, { once: true });
+    this.#signal = options.signal;
+    // Every verification in flight listens to the caller's signal: thousands, by design.
+    if (options.signal !== undefined) setMaxListeners(0, options.signal);
     this.#verifyOptions = {
       ...(options.method === undefined ? {} : { method: options.method }),
       ...(options.retryGreylisted === undefined
         ? {}
         : { retryGreylisted: options.retryGreylisted }),
-      signal: this.#controller.signal,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
     };
     this.#source = readerOf(addresses);
   }
@@ -180,7 +195,7 @@ class VerifyManyRun implements VerifyManyIterator {
     }
   }
 
-  /** Stops the run: what is in flight is aborted and the source is closed. */
+  /** Stops the run and closes the source. */
   async return(): Promise<IteratorReturnResult<undefined>> {
     await this.#finish();
     return DONE;
@@ -201,7 +216,7 @@ class VerifyManyRun implements VerifyManyIterator {
       const bad = this.#badInput;
       return bad === undefined ? this.#finish().then(() => DONE) : this.#fail(bad);
     }
-    if (this.#controller.signal.aborted) return this.#fail(this.#controller.signal.reason);
+    if (this.#signal?.aborted === true) return this.#fail(this.#signal.reason);
     return this.#wait(new Promise<void>((resolve) => (this.#wake = resolve)));
   }
 
@@ -219,12 +234,13 @@ class VerifyManyRun implements VerifyManyIterator {
     throw error;
   }
 
+  /**
+   * Ends the run and closes the source. Verifications still in flight (at most the slots)
+   * finish on their own and are dropped; the caller's signal is how to cut them short.
+   */
   async #finish(): Promise<void> {
     if (this.#finished) return;
     this.#finished = true;
-    this.#outer?.removeEventListener('abort', this.#onAbort);
-    // Stopped early (return, an error): what is still in flight is no longer wanted.
-    if (this.#held > 0) this.#controller.abort(new Error('verifyMany was stopped'));
     await this.#source.close();
   }
 
@@ -273,6 +289,7 @@ class VerifyManyRun implements VerifyManyIterator {
       this.#activeDomains++;
       this.#start(group);
     }
+    this.#prefetch();
   }
 
   #add(address: unknown): void {
@@ -284,7 +301,7 @@ class VerifyManyRun implements VerifyManyIterator {
       this.#exhausted = true;
       return;
     }
-    const key = this.#groupByDomain ? domainKey(address) : '';
+    const key = this.#io.groupByDomain ? domainKey(address) : '';
     let group = this.#groups.get(key);
     if (group === undefined) {
       group = { key, indexes: new Fifo(), addresses: new Fifo(), held: 0, active: false };
@@ -294,7 +311,30 @@ class VerifyManyRun implements VerifyManyIterator {
     group.addresses.push(address);
     this.#buffered++;
     if (group.active) this.#start(group);
-    else if (group.addresses.size === 1) this.#queued.push(group);
+    else if (group.addresses.size === 1) {
+      this.#queued.push(group);
+      if (this.#io.prefetch !== undefined) this.#toPrefetch.push(group);
+    }
+  }
+
+  /**
+   * Looks up the MX of domains still waiting for a slot, as many at once as there are domain
+   * slots: while the current domains verify, the next ones' answers are on their way.
+   */
+  #prefetch(): void {
+    const prefetch = this.#io.prefetch;
+    if (prefetch === undefined) return;
+    while (this.#prefetching < this.#concurrency && this.#toPrefetch.size > 0) {
+      const group = this.#toPrefetch.shift() as DomainGroup;
+      const address = group.addresses.peek();
+      if (group.active || address === undefined) continue;
+      this.#prefetching++;
+      const done = () => {
+        this.#prefetching--;
+        if (!this.#finished) this.#prefetch();
+      };
+      prefetch(address).then(done, done);
+    }
   }
 
   /** Reads ahead while the window has room; returns a promise only for an async source. */

@@ -108,7 +108,9 @@ describe('verifyMany', () => {
       engine.verifyMany(addresses(2_000, 200), { method: 'quick', concurrency: 25 }),
     );
     expect(seen.size).toBe(2_000);
-    expect(most).toBe(25);
+    // 25 domains verifying, and as many next ones looked up ahead: never one at a time, never all.
+    expect(most).toBeGreaterThan(25);
+    expect(most).toBeLessThanOrEqual(50);
   });
 
   it('a non-string item is a TypeError naming its index, after the results before it', async () => {
@@ -126,7 +128,7 @@ describe('verifyMany', () => {
     expect(results.sort()).toEqual([0, 1]);
   });
 
-  it("rejects with the signal's reason, and aborts what is in flight when the caller stops", async () => {
+  it("rejects with the signal's reason, passing the signal to what is in flight", async () => {
     const { verify, aborted } = controlledVerify();
     const controller = new AbortController();
     const iterator = verifyEach(addresses(100, 10), { signal: controller.signal }, verify);
@@ -134,13 +136,18 @@ describe('verifyMany', () => {
     controller.abort(new Error('stop now'));
     await expect(next).rejects.toThrow('stop now');
     expect(aborted()).toBeGreaterThan(0);
+  });
 
-    const second = controlledVerify();
-    const stopped = verifyEach(addresses(100, 10), {}, second.verify);
-    const pendingNext = stopped.next();
-    second.pending[0]?.();
-    await pendingNext;
-    await stopped.return();
-    expect(second.aborted()).toBeGreaterThan(0);
+  it('closes its source when the caller stops early', async () => {
+    let closed = false;
+    function* source() {
+      try {
+        for (let i = 0; ; i++) yield `u${i}@d${i % 3}.org`;
+      } finally {
+        closed = true;
+      }
+    }
+    for await (const { index } of offline.verifyMany(source())) if (index > 10) break;
+    expect(closed).toBe(true);
   });
 });

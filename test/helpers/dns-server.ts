@@ -24,6 +24,8 @@ export interface TestDnsServer {
 export async function startDnsServer(
   zone: Record<string, ZoneEntry>,
   otherwise: ZoneEntry = { rcode: 'NXDOMAIN' },
+  /** Each answer leaves this long after its question: a resolver's latency, for benchmarks. */
+  delayMs = 0,
 ): Promise<TestDnsServer> {
   const socket: Socket = createSocket('udp4');
   const questions: string[] = [];
@@ -60,7 +62,8 @@ export async function startDnsServer(
       questions: query.questions ?? [],
       answers,
     });
-    socket.send(response, remote.port, remote.address);
+    if (delayMs > 0) setTimeout(() => socket.send(response, remote.port, remote.address), delayMs);
+    else socket.send(response, remote.port, remote.address);
   });
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
   const { port } = socket.address() as AddressInfo;
