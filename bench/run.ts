@@ -12,6 +12,7 @@ import { createEngine, parseAddress } from '../src/index.js';
 import { generateCorpus } from './corpus.js';
 import { printServiceTable, serviceBench } from './service.js';
 import { printSmtpTable, smtpBench } from './smtp.js';
+import { printVerifyManyTable, verifyManyBench } from './verify-many.js';
 
 const SIZE = Number(process.env.BENCH_SIZE ?? 200_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -140,6 +141,9 @@ console.log(`| node -e 0 | ${bare.ms.toFixed(1)} | ${bare.rssMb.toFixed(1)} |`);
 console.log(
   `| import mailverdict + first standard verdict (offline) | ${first.ms.toFixed(1)} | ${first.rssMb.toFixed(1)} |`,
 );
+
+// verifyMany beside a plain await loop, and against the DNS ideal.
+printVerifyManyTable(await verifyManyBench());
 
 // The service core around the engine, on memory and SQLite.
 printServiceTable(await serviceBench(corpus));
