@@ -6,7 +6,13 @@ import { fileLedger } from './charging.js';
 import { accountOf, type ServiceContext } from './context.js';
 import { isPlanName, PLAN_NAMES, PLANS, type PlanName } from './plans.js';
 import { invalidRequest, ServiceError } from './service-error.js';
-import { answering, requireInteger, requireText } from './validate.js';
+import {
+  answering,
+  requireAccountRef,
+  requireInteger,
+  requireObject,
+  requireText,
+} from './validate.js';
 
 /** An account with its credit balances. */
 export interface AccountInfo extends AccountRecord {
@@ -55,22 +61,22 @@ export function createAccounts(ctx: ServiceContext): Accounts {
   const admin: AccountAdmin = {
     createAccount: (input) =>
       answering(async () => {
-        if (typeof input !== 'object' || input === null)
-          throw invalidRequest('account', 'expected an object');
-        const parsedEmail = parseAddress(requireText(input.email, 'email', 254));
+        const fields = requireObject(input, 'account');
+        const parsedEmail = parseAddress(requireText(fields.email, 'email', 254));
         if (!parsedEmail.ok)
           throw invalidRequest('email', `email is not valid: ${parsedEmail.message}`);
-        const plan = input.plan ?? 'free';
+        const plan = fields.plan === undefined ? 'free' : fields.plan;
         if (!isPlanName(plan))
           throw invalidRequest('plan', `plan must be one of ${PLAN_NAMES.join(', ')}`);
-        const credits = requireInteger(input.credits ?? 0, 'credits', 0, 1_000_000_000_000);
+        const credits =
+          fields.credits === undefined
+            ? 0
+            : requireInteger(fields.credits, 'credits', 0, 1_000_000_000_000);
         const now = clock.now();
-        const billingAnchorDay = requireInteger(
-          input.billingAnchorDay ?? new Date(now).getUTCDate(),
-          'billing_anchor_day',
-          1,
-          31,
-        );
+        const billingAnchorDay =
+          fields.billingAnchorDay === undefined
+            ? new Date(now).getUTCDate()
+            : requireInteger(fields.billingAnchorDay, 'billing_anchor_day', 1, 31);
         const account: AccountRecord = {
           id: ctx.newId('acct'),
           email: parsedEmail.address,
@@ -106,11 +112,14 @@ export function createAccounts(ctx: ServiceContext): Accounts {
     admin,
     account: (caller) =>
       answering(async () => {
-        const account = await accountOf(ctx, caller.accountId);
+        const accountId = requireAccountRef(caller);
+        // A Caller from authenticate: its key's minute window is what remaining reports.
+        const keyId = requireText(requireObject(caller.key, 'caller').id, 'caller');
+        const account = await accountOf(ctx, accountId);
         const plan = PLANS[account.plan];
         const [credits, rate] = await Promise.all([
           store.balance(account.id),
-          ctx.rateLimits.status(caller.key.id, plan),
+          ctx.rateLimits.status(keyId, plan),
         ]);
         const period = billingPeriod(account.billingAnchorDay, clock.now());
         return {

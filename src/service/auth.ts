@@ -6,7 +6,17 @@ import { PLANS, type Plan } from './plans.js';
 import type { RateLimitStatus } from './rate-limits.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 import { canonicalTrustedDomain, hostTrusted, requestHost } from './trusted-domains.js';
-import { answering, optionalText, requireInteger, requireList, requireText } from './validate.js';
+import {
+  answering,
+  optionalHeader,
+  optionalObject,
+  optionalText,
+  requireInteger,
+  requireList,
+  requireObject,
+  requireOneOf,
+  requireText,
+} from './validate.js';
 
 /** The endpoints of DESIGN 5 a key may call; public keys may call `verify` only. */
 export type Endpoint = 'verify' | 'batch' | 'account' | 'filters';
@@ -81,7 +91,8 @@ export interface Auth {
 export function createAuth(ctx: ServiceContext): Auth {
   const { store, clock, random } = ctx;
 
-  async function ownKey(accountId: string, keyId: unknown): Promise<KeyRecord> {
+  async function ownKey(accountId: unknown, keyId: unknown): Promise<KeyRecord> {
+    requireText(accountId, 'account_id');
     const id = requireText(keyId, 'key_id');
     const key = await store.getKey(id);
     if (key === undefined || key.accountId !== accountId) {
@@ -114,14 +125,13 @@ export function createAuth(ctx: ServiceContext): Auth {
   }
 
   const keys: KeyAdmin = {
-    createKey: (accountId, input = {}) =>
+    createKey: (accountId, input) =>
       answering(async () => {
         await accountOf(ctx, accountId);
-        const kind = input.kind ?? 'private';
-        if (kind !== 'private' && kind !== 'public') {
-          throw invalidRequest('kind', 'kind must be private or public');
-        }
-        return insertKey(accountId, kind, keySettings(kind, input, undefined));
+        const fields = optionalObject(input, 'key');
+        const kind =
+          fields.kind === undefined ? 'private' : requireOneOf(fields.kind, 'kind', KEY_KINDS);
+        return insertKey(accountId, kind, keySettings(kind, fields, undefined));
       }),
     listKeys: (accountId) =>
       answering(async () => {
@@ -131,7 +141,7 @@ export function createAuth(ctx: ServiceContext): Auth {
     updateKey: (accountId, keyId, changes) =>
       answering(async () => {
         const key = await ownKey(accountId, keyId);
-        const settings = keySettings(key.kind, changes, key);
+        const settings = keySettings(key.kind, requireObject(changes, 'changes'), key);
         return keyInfo((await store.updateKey(key.id, settings)) ?? key);
       }),
     revokeKey: (accountId, keyId) =>
@@ -140,21 +150,20 @@ export function createAuth(ctx: ServiceContext): Auth {
         if (key.revokedAt !== null) return keyInfo(key);
         return keyInfo((await store.updateKey(key.id, { revokedAt: clock.now() })) ?? key);
       }),
-    rotateKey: (accountId, keyId, rotation = {}) =>
+    rotateKey: (accountId, keyId, rotation) =>
       answering(async () => {
         const key = await ownKey(accountId, keyId);
+        const options = optionalObject(rotation, 'options');
         if (!isActive(key, clock.now())) {
           throw new ServiceError(
             'conflict',
             `Key ${key.id} is revoked or expired; create a new one.`,
           );
         }
-        const graceSeconds = requireInteger(
-          rotation.graceSeconds ?? 0,
-          'grace_seconds',
-          0,
-          30 * 86_400,
-        );
+        const graceSeconds =
+          options.graceSeconds === undefined
+            ? 0
+            : requireInteger(options.graceSeconds, 'grace_seconds', 0, 30 * 86_400);
         const replacement = await insertKey(accountId, key.kind, {
           name: key.name,
           allowedIps: key.allowedIps,
@@ -176,8 +185,9 @@ export function createAuth(ctx: ServiceContext): Auth {
 
   return {
     keys,
-    authenticate: (request) =>
+    authenticate: (input) =>
       answering(async () => {
+        const request = authRequest(input);
         const secret = presentedKey(request.authorization, request.apiKey);
         if (secret === undefined) {
           throw new ServiceError(
@@ -199,6 +209,22 @@ export function createAuth(ctx: ServiceContext): Auth {
         const rateLimit = await ctx.rateLimits.admit(key.id, plan, endUser);
         return { accountId: account.id, account, plan, key: keyInfo(key), rateLimit };
       }),
+  };
+}
+
+const ENDPOINTS: readonly Endpoint[] = ['verify', 'batch', 'account', 'filters'];
+const KEY_KINDS: readonly KeyKind[] = ['private', 'public'];
+
+/** The request's fields checked before any is read: each a header's value, or absent. */
+function authRequest(input: unknown): AuthRequest {
+  const fields = requireObject(input, 'request');
+  return {
+    endpoint: requireOneOf(fields.endpoint, 'endpoint', ENDPOINTS),
+    authorization: optionalHeader(fields.authorization, 'authorization') ?? null,
+    apiKey: optionalHeader(fields.apiKey, 'api_key') ?? null,
+    clientIp: optionalHeader(fields.clientIp, 'client_ip') ?? null,
+    origin: optionalHeader(fields.origin, 'origin') ?? null,
+    referer: optionalHeader(fields.referer, 'referer') ?? null,
   };
 }
 
@@ -245,7 +271,7 @@ function admitClient(key: KeyRecord, request: AuthRequest): string | undefined {
 
 function keySettings(
   kind: KeyKind,
-  input: Pick<NewKey, 'name' | 'allowedIps' | 'trustedDomains'>,
+  input: Readonly<Record<string, unknown>>,
   current: KeyRecord | undefined,
 ): { name: string | null; allowedIps: readonly string[]; trustedDomains: readonly string[] } {
   const name =

@@ -3,11 +3,20 @@ import { mailHosts } from '../checks/mx.js';
 import { optional } from '../optional.js';
 import type { FilterAction, FilterRecord, FilterType } from '../ports/store.js';
 import type { AccountRef } from './auth.js';
-import type { ServiceContext } from './context.js';
+import { accountOf, type ServiceContext } from './context.js';
 import { domainChain, emailKey, literalIp, normalizeFilterValue } from './filter-values.js';
 import { canonicalIp, containingRanges, rangeHostBits } from './ip-ranges.js';
 import { invalidRequest, ServiceError } from './service-error.js';
-import { answering, optionalText, requireInteger, requireText } from './validate.js';
+import {
+  answering,
+  optionalObject,
+  optionalText,
+  requireAccountRef,
+  requireInteger,
+  requireObject,
+  requireOneOf,
+  requireText,
+} from './validate.js';
 
 export type FilterInfo = Omit<FilterRecord, 'accountId'>;
 
@@ -47,13 +56,6 @@ const FILTER_TYPES: readonly FilterType[] = ['email', 'domain', 'ip_address'];
 const FILTER_ACTIONS: readonly FilterAction[] = ['block', 'allow'];
 /** MX hosts whose addresses are matched against IP filters, as many as the prober tries. */
 const MX_HOSTS_FOR_IP_FILTERS = 3;
-
-/** Refuses a filter type that is not one of FILTER_TYPES, naming the field. */
-function requireFilterType(type: unknown): asserts type is FilterType {
-  if (!FILTER_TYPES.includes(type as FilterType)) {
-    throw invalidRequest('filter_type', `filter_type must be one of ${FILTER_TYPES.join(', ')}`);
-  }
-}
 
 export function createFilters(ctx: ServiceContext): Filters {
   const { store, clock, engine } = ctx;
@@ -117,24 +119,22 @@ export function createFilters(ctx: ServiceContext): Filters {
 
     createFilter: (caller, input) =>
       answering(async () => {
-        if (typeof input !== 'object' || input === null)
-          throw invalidRequest('filter', 'expected an object');
-        requireFilterType(input.type);
-        if (!FILTER_ACTIONS.includes(input.action)) {
-          throw invalidRequest('action', 'action must be block or allow');
-        }
-        const normalized = normalizeFilterValue(
-          input.type,
-          requireText(input.value, 'value', 1024),
-        );
+        const accountId = requireAccountRef(caller);
+        const fields = requireObject(input, 'filter');
+        const type = requireOneOf(fields.type, 'filter_type', FILTER_TYPES);
+        const action = requireOneOf(fields.action, 'action', FILTER_ACTIONS);
+        const normalized = normalizeFilterValue(type, requireText(fields.value, 'value', 1024));
         if (!normalized.ok) throw invalidRequest('value', normalized.message);
+        const reason = optionalText(fields.reason, 'reason', 500);
+        // Memory would file a filter under any id and SQLite refuse it: both answer 404.
+        await accountOf(ctx, accountId);
         const record: FilterRecord = {
           id: ctx.newId('flt'),
-          accountId: caller.accountId,
-          type: input.type,
+          accountId,
+          type,
           value: normalized.value,
-          action: input.action,
-          reason: optionalText(input.reason, 'reason', 500),
+          action,
+          reason,
           createdAt: clock.now(),
         };
         if ((await store.insertFilter(record)) === 'duplicate') {
@@ -150,18 +150,23 @@ export function createFilters(ctx: ServiceContext): Filters {
         return filterInfo(record);
       }),
 
-    listFilters: (caller, query = {}) =>
+    listFilters: (caller, query) =>
       answering(async () => {
-        if (query.type !== undefined) requireFilterType(query.type);
-        const page = requireInteger(query.page ?? 1, 'page', 1, 1_000_000);
-        const perPage = requireInteger(
-          query.perPage ?? FILTERS_PER_PAGE,
-          'per_page',
-          1,
-          MAX_FILTERS_PER_PAGE,
-        );
-        const found = await store.listFilters(caller.accountId, {
-          ...optional('type', query.type),
+        const accountId = requireAccountRef(caller);
+        const fields = optionalObject(query, 'query');
+        const type =
+          fields.type === undefined
+            ? undefined
+            : requireOneOf(fields.type, 'filter_type', FILTER_TYPES);
+        const page =
+          fields.page === undefined ? 1 : requireInteger(fields.page, 'page', 1, 1_000_000);
+        const perPage =
+          fields.perPage === undefined
+            ? FILTERS_PER_PAGE
+            : requireInteger(fields.perPage, 'per_page', 1, MAX_FILTERS_PER_PAGE);
+        await accountOf(ctx, accountId);
+        const found = await store.listFilters(accountId, {
+          ...optional('type', type),
           offset: (page - 1) * perPage,
           limit: perPage,
         });
@@ -170,8 +175,9 @@ export function createFilters(ctx: ServiceContext): Filters {
 
     deleteFilter: (caller, id) =>
       answering(async () => {
+        const accountId = requireAccountRef(caller);
         const filterId = requireText(id, 'id');
-        if (!(await store.deleteFilter(caller.accountId, filterId))) {
+        if (!(await store.deleteFilter(accountId, filterId))) {
           throw new ServiceError('not_found', `No filter ${filterId}.`);
         }
         return { id: filterId, deleted: true as const };

@@ -1,12 +1,88 @@
+import type { LedgerRequest } from '../ports/store.js';
 import { StoreError } from '../store/store-error.js';
+import { MAX_LEDGER_AMOUNT } from './ledger.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 
-/** A string field within limits, else `invalid_request` naming it. */
+// C0 controls and DEL: never part of an id, a name, a note or an address (RFC 5321 4.1.2 has
+// no control character even in a quoted string), and a CR/LF or NUL let through would split a
+// log line, a CSV row or a header, or be cut short by a C string in a store.
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+// eslint-disable-next-line no-control-regex
+const HEADER_BREAKING = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+
+/** Longest header value `authenticate` reads (a key is 38 characters; Origin a URL). */
+export const MAX_HEADER_LENGTH = 8192;
+
+/**
+ * A string field of 1 to `maxLength` characters without control characters, else
+ * `invalid_request` naming it.
+ */
 export function requireText(value: unknown, field: string, maxLength = 200): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > maxLength) {
-    throw invalidRequest(field, `${field} must be a string of 1 to ${maxLength} characters`);
+  if (
+    typeof value !== 'string' ||
+    value.length === 0 ||
+    value.length > maxLength ||
+    CONTROL_CHARACTER.test(value)
+  ) {
+    throw invalidRequest(
+      field,
+      `${field} must be a string of 1 to ${maxLength} characters without control characters`,
+    );
   }
   return value;
+}
+
+/**
+ * An optional header value as a host hands it over: undefined or null (absent), or a string of
+ * at most MAX_HEADER_LENGTH characters that could have come in a header (no CR, LF or NUL).
+ */
+export function optionalHeader(value: unknown, field: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (
+    typeof value !== 'string' ||
+    value.length > MAX_HEADER_LENGTH ||
+    HEADER_BREAKING.test(value)
+  ) {
+    throw invalidRequest(
+      field,
+      `${field} must be a string of at most ${MAX_HEADER_LENGTH} characters, as in a header`,
+    );
+  }
+  return value;
+}
+
+/** A plain object (not null, not an array), else `invalid_request` naming the parameter. */
+export function requireObject(value: unknown, field: string): Readonly<Record<string, unknown>> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalidRequest(field, `${field} must be an object`);
+  }
+  return value as Readonly<Record<string, unknown>>;
+}
+
+/** An optional options object: undefined means none; anything else must be an object. */
+export function optionalObject(value: unknown, field: string): Readonly<Record<string, unknown>> {
+  return value === undefined ? {} : requireObject(value, field);
+}
+
+/** One of `allowed` (own values only: `constructor` or `__proto__` never pass), else refused. */
+export function requireOneOf<T extends string>(
+  value: unknown,
+  field: string,
+  allowed: readonly T[],
+): T {
+  if (typeof value !== 'string' || !allowed.includes(value as T)) {
+    throw invalidRequest(field, `${field} must be one of ${allowed.join(', ')}`);
+  }
+  return value as T;
+}
+
+/**
+ * The account id of a caller (a Caller from `authenticate`, or `{ accountId }` from an
+ * admin), checked before anything reads `caller.accountId` off a null or a number.
+ */
+export function requireAccountRef(caller: unknown): string {
+  return requireText(requireObject(caller, 'caller').accountId, 'account_id');
 }
 
 /** An optional string field: undefined, null or within limits. */
@@ -34,13 +110,17 @@ export function requireList(
   if (!Array.isArray(value) || value.length > maxItems) {
     throw invalidRequest(field, `${field} must be an array of at most ${maxItems} ${what}s`);
   }
-  const normalized = value.map((item, index) => {
-    const result = typeof item === 'string' ? normalize(item) : undefined;
+  const normalized = value.map((item: unknown, index) => {
+    // No item is longer than a domain name (253) or an IPv6 range; longer is not parsed at all.
+    const result =
+      typeof item === 'string' && item.length <= 255 && !CONTROL_CHARACTER.test(item)
+        ? normalize(item)
+        : undefined;
     if (result === undefined) {
-      throw invalidRequest(
-        field,
-        `${field}[${index}] is not a valid ${what}: ${JSON.stringify(item)}`,
-      );
+      // Quoted only when a short string: a BigInt or a symbol cannot be JSON-stringified.
+      const shown =
+        typeof item === 'string' && item.length <= 255 ? JSON.stringify(item) : `a ${typeof item}`;
+      throw invalidRequest(field, `${field}[${index}] is not a valid ${what}: ${shown}`);
     }
     return result;
   });
@@ -73,5 +153,107 @@ function serviceErrorOf(error: unknown): unknown {
         {},
         { cause: error },
       );
+  }
+}
+
+/**
+ * Longest `email` a single verify takes: four times the 254 octets an address may have (RFC
+ * 5321 4.5.3.1.3 with RFC 3696 errata), room for any Unicode spelling of one. A longer string
+ * is no address at all and is refused with 400, free, rather than parsed and charged.
+ */
+export const MAX_EMAIL_INPUT_LENGTH = 1024;
+
+/** The `email` of a single verify: a string of 1 to MAX_EMAIL_INPUT_LENGTH characters. */
+export function assertEmailInput(value: unknown): asserts value is string {
+  requireText(value, 'email', MAX_EMAIL_INPUT_LENGTH);
+}
+
+/** An optional AbortSignal, else `invalid_request` naming `signal`. */
+export function optionalSignal(value: unknown): AbortSignal | undefined {
+  if (value === undefined) return undefined;
+  if (!(value instanceof AbortSignal))
+    throw invalidRequest('signal', 'signal must be an AbortSignal');
+  return value;
+}
+
+/** Largest page of ledger entries one call returns. */
+export const MAX_LEDGER_PAGE = 10_000;
+
+/**
+ * The page of `admin.ledger`: `after_seq` a sequence number (0 or more), `limit` 1 to
+ * MAX_LEDGER_PAGE; both optional. Checked here so that no store sees a NaN or a negative
+ * limit (SQLite reads -1 as no limit, an array slice as "all but the last").
+ */
+export function requireLedgerPage(page: unknown): { afterSeq?: number; limit?: number } {
+  const fields = optionalObject(page, 'page');
+  return {
+    ...(fields.afterSeq === undefined
+      ? {}
+      : {
+          afterSeq: requireInteger(fields.afterSeq, 'after_seq', 0, Number.MAX_SAFE_INTEGER),
+        }),
+    ...(fields.limit === undefined
+      ? {}
+      : { limit: requireInteger(fields.limit, 'limit', 1, MAX_LEDGER_PAGE) }),
+  };
+}
+
+const LEDGER_KINDS: readonly LedgerRequest['kind'][] = [
+  'grant',
+  'reserve',
+  'settle',
+  'release',
+  'refund',
+];
+
+/**
+ * A ledger request from outside, rebuilt from its checked fields only (an extra or inherited
+ * property never reaches a store): each refusal names its field, so the two stores cannot
+ * disagree on a malformed request.
+ */
+export function requireLedgerRequest(value: unknown): LedgerRequest {
+  const fields = requireObject(value, 'request');
+  const kind = requireOneOf(fields.kind, 'kind', LEDGER_KINDS);
+  const ref = requireText(fields.ref, 'ref');
+  const note = fields.note === undefined ? {} : { note: requireText(fields.note, 'note', 500) };
+  switch (kind) {
+    case 'grant':
+      return {
+        kind,
+        ref,
+        amount: requireInteger(fields.amount, 'amount', 1, MAX_LEDGER_AMOUNT),
+        ...note,
+      };
+    case 'reserve':
+      return {
+        kind,
+        ref,
+        amount: requireInteger(fields.amount, 'amount', 1, MAX_LEDGER_AMOUNT),
+        ...(fields.expiresAt === undefined
+          ? {}
+          : {
+              expiresAt: requireInteger(fields.expiresAt, 'expires_at', 0, Number.MAX_SAFE_INTEGER),
+            }),
+        ...note,
+      };
+    case 'settle':
+      return {
+        kind,
+        ref,
+        reservation: requireText(fields.reservation, 'reservation'),
+        amount: requireInteger(fields.amount, 'amount', 1, MAX_LEDGER_AMOUNT),
+        ...note,
+      };
+    case 'release':
+    case 'refund':
+      return {
+        kind,
+        ref,
+        reservation: requireText(fields.reservation, 'reservation'),
+        ...(fields.amount === undefined
+          ? {}
+          : { amount: requireInteger(fields.amount, 'amount', 1, MAX_LEDGER_AMOUNT) }),
+        ...note,
+      };
   }
 }
