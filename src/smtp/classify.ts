@@ -50,8 +50,8 @@ interface Reading {
 type Rule = readonly [test: (reply: Reading) => boolean, verdict: ReplyClass];
 
 // ---------------------------------------------------------------------------------------------
-// Texts. Every pattern is a flat alternation of literals (no nested quantifiers): linear time
-// on a 64 KiB reply. Each names the servers whose wording it covers.
+// Texts. Every pattern is an alternation of words with no nested or adjacent quantifiers, so
+// it runs in linear time on a 64 KiB reply. Each names the servers whose wording it covers.
 // ---------------------------------------------------------------------------------------------
 
 /**
@@ -61,7 +61,7 @@ type Rule = readonly [test: (reply: Reading) => boolean, verdict: ReplyClass];
  * rate limits, and greetings that refuse the connection (RFC 5321 3.1: 554 banner).
  */
 const ABOUT_US =
-  /\b(?:spam\w*|rbl\+?|dnsbl|blacklist\w*|black list\w*|blocklist\w*|block list\w*|blocked|block|banned|reputation|polic(?:y|ies)|relay\w*|rcpthosts|client|(?:e?helo|ehlo)\w*|abuse|denied|deny|prohibited|not allowed|not permitted|unauthori[sz]ed|not authori[sz]ed|unauthenticated|authentication|spf|dkim|dmarc|ptr|reverse dns|your hostname|rate limit\w*|unusual rate|too many (?:connections|messages|concurrent)|excessive|complaints|unsolicited|sending ip|ip address\w*|ip|not accepting|no smtp service|service (?:currently )?unavailable|service not available|connections? (?:will )?not (?:be )?accepted)\b|\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b/i;
+  /\b(?:spam\w*|rbl|dnsbl|blacklist\w*|black list\w*|blocklist\w*|block list\w*|blocked|block|banned|reputation|polic(?:y|ies)|relay\w*|rcpthosts|client|(?:helo|ehlo)\w*|abuse|denied|deny|prohibited|not allowed|not permitted|unauthori[sz]ed|not authori[sz]ed|unauthenticated|authentication|spf|dkim|dmarc|ptr|reverse dns|your hostname|rate limit\w*|unusual rate|too many (?:connections|messages|concurrent)|excessive|complaints|unsolicited|sending ip|ip address\w*|ip|not accepting|no smtp service|service (?:currently )?unavailable|service not available|connections? (?:will )?not (?:be )?accepted)\b|\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b/i;
 
 /** About our envelope sender: Postfix, Exim's sender callout, Yahoo's unresolvable MAIL FROM. */
 const ABOUT_SENDER =
@@ -102,7 +102,8 @@ const TOO_MANY_RECIPIENTS = /\btoo many recipients\b/i;
 const RATE = /\b(?:rate|too quickly)\b/i;
 
 // ---------------------------------------------------------------------------------------------
-// Enhanced codes (RFC 3463), first rule that matches wins.
+// The rules: tests on the RFC 3463 code (X.subject.detail) and the text, in tables where the
+// first rule that matches wins. The enhanced code decides before the text (DESIGN 3.2).
 // ---------------------------------------------------------------------------------------------
 
 const has = (subject: number, detail?: number) => (r: Reading) =>
@@ -188,6 +189,7 @@ const RCPT_PERMANENT: readonly Rule[] = [
 
 /** Failures of the banner, EHLO/HELO, MAIL FROM or RSET: never about a mailbox (DESIGN 3.1). */
 const SESSION_TRANSIENT: readonly Rule[] = [
+  // The same reading as RCPT_TRANSIENT, less what only a recipient can be (quota, too many).
   [text(GREYLISTING), 'greylisted'],
   // Postfix 450 4.1.8 "Sender address rejected: Domain not found", Yahoo 451 "from domain".
   [either(ourSender, text(ABOUT_SENDER)), 'sender_refused'],
@@ -216,14 +218,14 @@ const ENHANCED = /^([245])\.(\d{1,3})\.(\d{1,3})$/;
 
 function read(reply: SmtpReply): Reading {
   const code = reply.code;
-  const text = typeof reply.text === 'string' ? reply.text : '';
+  const words = typeof reply.text === 'string' ? reply.text : '';
   const klass = String(Math.floor(code / 100));
   const parts =
     (typeof reply.enhanced === 'string' ? ENHANCED.exec(reply.enhanced) : null) ??
-    CODE_IN_TEXT.exec(text);
+    CODE_IN_TEXT.exec(words);
   // RFC 3463 2: the class digit must agree with the reply code's.
-  if (parts === null || parts[1] !== klass) return { code, subject: -1, detail: -1, text };
-  return { code, subject: Number(parts[2]), detail: Number(parts[3]), text };
+  if (parts === null || parts[1] !== klass) return { code, subject: -1, detail: -1, text: words };
+  return { code, subject: Number(parts[2]), detail: Number(parts[3]), text: words };
 }
 
 function judge(rules: readonly Rule[], reading: Reading): ReplyClass {
