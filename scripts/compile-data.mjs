@@ -56,8 +56,6 @@ export const IDNA_BITS = {
   GREEK: 16,
   HEBREW: 32,
   JAPANESE: 48,
-  /** UTS-46 maps the character to text holding a dot (UTS-46 up to 15.0 mapped `⒈` to "1."). */
-  MAPS_TO_DOT: 64,
   /** Bidi_Class R, AL or AN: a domain with one is a Bidi domain name (RFC 5893 1.4). */
   RTL: 128,
 };
@@ -142,19 +140,46 @@ async function derivedProperties() {
   return out;
 }
 
-/** The UTS-46 mapping table of tr46: [[first, last] | cp, status, mapping?] rows. */
-async function mapsToDot() {
+/**
+ * tr46's UTS-46 mapping (nontransitional, STD3 rules): the code points it maps or ignores,
+ * as runs of a start, a count and a step, each with its mapping. A run of more than one code
+ * point maps to one code point that moves with the source (`Ａ`..`Ｚ` to `a`..`z`).
+ */
+async function uts46Mappings() {
   const { createRequire } = await import('node:module');
   const require = createRequire(import.meta.url);
+  const { STATUS_MAPPING } = require('tr46/lib/statusMapping.js');
   const table = require('tr46/lib/mappingTable.json');
-  const set = new Uint8Array(0x110000);
-  for (const [span, , mapping] of table) {
-    // The three full stops that map to exactly '.' are label separators, not a hidden label.
-    if (typeof mapping !== 'string' || mapping === '.' || !mapping.includes('.')) continue;
+  const entries = [];
+  for (const [span, status, mapping] of table) {
+    if (status !== STATUS_MAPPING.mapped && status !== STATUS_MAPPING.ignored) continue;
     const [first, last] = Array.isArray(span) ? span : [span, span];
-    set.fill(1, first, last + 1);
+    const text = status === STATUS_MAPPING.ignored ? '' : mapping;
+    // DESIGN 2.1: a mapping must never add a label; only the three full stops map to '.'.
+    if (text.includes('.') && text !== '.')
+      throw new Error(`U+${first.toString(16)} maps to a dot`);
+    for (let cp = first; cp <= last; cp++) entries.push([cp, text]);
   }
-  return set;
+  const runs = [];
+  for (const [cp, text] of entries) {
+    const run = runs[runs.length - 1];
+    const single = [...text].length === 1;
+    if (run !== undefined && single && run.single) {
+      const step = run.count === 1 ? cp - run.start : run.step;
+      const offset = cp - run.start;
+      if (
+        step <= 2 &&
+        cp === run.start + run.count * step &&
+        text.codePointAt(0) === run.text.codePointAt(0) + offset
+      ) {
+        run.step = step;
+        run.count++;
+        continue;
+      }
+    }
+    runs.push({ start: cp, count: 1, step: 1, text, single });
+  }
+  return runs;
 }
 
 export async function compileIdna() {
@@ -170,7 +195,6 @@ export async function compileIdna() {
     [IDNA_BITS.HEBREW, ['Hebrew']],
     [IDNA_BITS.JAPANESE, ['Hiragana', 'Katakana', 'Han']],
   ];
-  const dot = await mapsToDot();
   const rtl = await codePointSet(
     ['Right_To_Left', 'Arabic_Letter', 'Arabic_Number'].map((bc) => `Bidi_Class/${bc}`),
   );
@@ -181,7 +205,6 @@ export async function compileIdna() {
   for (let cp = 0; cp < 0x110000; cp++) {
     if (unsafe[cp]) bytes[cp] |= IDNA_BITS.UNSAFE;
     if (mark[cp]) bytes[cp] |= IDNA_BITS.MARK;
-    if (dot[cp]) bytes[cp] |= IDNA_BITS.MAPS_TO_DOT;
     if (rtl[cp]) bytes[cp] |= IDNA_BITS.RTL;
   }
   // Runs of equal bytes: the start of each run and its byte, both as base-36 deltas.
@@ -201,6 +224,14 @@ export async function compileIdna() {
   out += `export const IDNA_RUN_STARTS = '${deltas.join(',')}';\n\n`;
   out += `/** Property byte of each run, as base-36. */\n`;
   out += `export const IDNA_RUN_VALUES = '${values.map((v) => v.toString(36)).join(',')}';\n`;
+  const mappings = await uts46Mappings();
+  const shapes = mappings.map(({ start, count, step }, i) =>
+    [start - (mappings[i - 1]?.start ?? 0), count, step].map((n) => n.toString(36)).join(' '),
+  );
+  out += `\n/** UTS-46 mapping runs (tr46): start as a base-36 delta, count and step. */\n`;
+  out += `export const UTS46_MAP_RUNS = '${shapes.join(',')}';\n\n`;
+  out += `/** What each run maps to (its first code point's mapping; '' when ignored). */\n`;
+  out += `export const UTS46_MAP_TEXT: readonly string[] = ${JSON.stringify(mappings.map((m) => m.text))};\n`;
   return out;
 }
 

@@ -4,7 +4,12 @@
  * runtime's ICU, whose Unicode version differs between Node 20, 22 and 24 and would give one
  * address two verdicts.
  */
-import { IDNA_RUN_STARTS, IDNA_RUN_VALUES } from '../data/generated/idna.js';
+import {
+  IDNA_RUN_STARTS,
+  IDNA_RUN_VALUES,
+  UTS46_MAP_RUNS,
+  UTS46_MAP_TEXT,
+} from '../data/generated/idna.js';
 
 // The bits of IDNA_BITS in scripts/compile-data.mjs (test/address/idna-data.test.ts checks).
 /** RFC 5892 section 3's derived property, in the two low bits. */
@@ -23,8 +28,6 @@ export const GREEK = 16;
 export const HEBREW = 32;
 /** Hiragana, Katakana or Han. */
 export const JAPANESE = 48;
-/** UTS-46 maps the character to text holding a dot (UTS-46 up to 15.0 mapped `⒈` to "1."). */
-export const MAPS_TO_DOT = 64;
 /** Bidi_Class R, AL or AN: a domain with one is a Bidi domain name (RFC 5893 1.4). */
 export const RTL = 128;
 
@@ -61,4 +64,41 @@ function lookup(codePoint: number): number {
 /** The property byte of one code point (see the bit constants above). */
 export function codePointProperties(codePoint: number): number {
   return codePoint < 0x80 ? (ASCII_PROPERTIES[codePoint] as number) : lookup(codePoint);
+}
+
+// UTS-46 mapping runs (see scripts/compile-data.mjs): start, count and step of each.
+const MAP_STARTS = new Uint32Array(UTS46_MAP_TEXT.length);
+const MAP_COUNTS = new Uint16Array(UTS46_MAP_TEXT.length);
+const MAP_STEPS = new Uint8Array(UTS46_MAP_TEXT.length);
+{
+  let start = 0;
+  const runs = UTS46_MAP_RUNS.split(',');
+  for (let i = 0; i < runs.length; i++) {
+    const [delta, count, step] = (runs[i] as string).split(' ');
+    start += parseInt(delta as string, 36);
+    MAP_STARTS[i] = start;
+    MAP_COUNTS[i] = parseInt(count as string, 36);
+    MAP_STEPS[i] = parseInt(step as string, 36);
+  }
+}
+
+/**
+ * The UTS-46 mapping of one code point (nontransitional, STD3 rules, from tr46's table): the
+ * text it maps to, '' when it is ignored, or undefined when it stays as it is (valid,
+ * deviation, or disallowed, which the label rules then refuse).
+ */
+export function uts46Mapping(codePoint: number): string | undefined {
+  let low = 0;
+  let high = MAP_STARTS.length - 1;
+  if (high < 0 || codePoint < (MAP_STARTS[0] as number)) return undefined;
+  while (low < high) {
+    const middle = (low + high + 1) >>> 1;
+    if ((MAP_STARTS[middle] as number) <= codePoint) low = middle;
+    else high = middle - 1;
+  }
+  const offset = codePoint - (MAP_STARTS[low] as number);
+  const step = MAP_STEPS[low] as number;
+  if (offset % step !== 0 || offset / step >= (MAP_COUNTS[low] as number)) return undefined;
+  const text = UTS46_MAP_TEXT[low] as string;
+  return offset === 0 ? text : String.fromCodePoint((text.codePointAt(0) as number) + offset);
 }

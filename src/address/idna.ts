@@ -2,8 +2,8 @@
  * IDNA 2008 for the domain, one rule set for every label (DESIGN 2.1): a U-label as written and
  * the A-label that encodes it (`xn--...`, decoded and checked again) get the same verdict.
  *
- * - UTS-46 mapping (tr46, nontransitional, STD3 rules), after refusing unsafe characters and
- *   characters whose mapping would add a label (`⒈` is "1.").
+ * - UTS-46 mapping (nontransitional, STD3 rules; tr46's table compiled at build time), after
+ *   refusing unsafe characters as written (a soft hyphen would vanish in the mapping).
  * - RFC 5891 5.4 / UTS-46 CheckHyphens: no hyphen at either end, no `--` in positions 3-4.
  * - RFC 5892: every code point PVALID by the derived property (compiled tables, see
  *   code-points.ts), CONTEXTO code points only in their context (Appendix A.3-A.9).
@@ -25,15 +25,15 @@ import {
   GREEK,
   HEBREW,
   JAPANESE,
-  MAPS_TO_DOT,
   MARK,
   PVALID,
   RTL,
   SCRIPT,
   UNSAFE,
+  uts46Mapping,
 } from './code-points.js';
 import { describeCharacter, partFailure as fail, type PartFailure } from './errors.js';
-import { MAX_LABEL_OCTETS } from './limits.js';
+import { MAX_DOMAIN_OCTETS, MAX_LABEL_OCTETS } from './limits.js';
 import { isAscii, isLdhCode, isMixedScript } from './unicode.js';
 
 export interface IdnaDomain {
@@ -63,49 +63,51 @@ function isDot(code: number): boolean {
 // A single character class: split cannot backtrack.
 const DOTS = /[.\u3002\uff0e\uff61]/u;
 
-// A label that maps to at most 63 octets of A-label cannot be written with many more code
-// points than that (NFC composes at most a few into one; ignorable ones vanish): anything
-// longer is refused before the mapping, which keeps every later step bounded.
+// A label of at most 63 octets as an A-label has at most 63 code points, and NFC composes at
+// most four code points into one: anything longer, as written or once mapped, is refused at
+// once, which keeps every step bounded however much a mapping expands (U+FDFA is 18).
 const MAX_RAW_LABEL_CODE_POINTS = 4 * MAX_LABEL_OCTETS;
+const MAX_MAPPED_LABEL_UNITS = 4 * MAX_LABEL_OCTETS;
+const MAX_MAPPED_DOMAIN_UNITS = 4 * (MAX_DOMAIN_OCTETS + 1);
 
 /**
  * Maps and checks a domain that has non-ASCII characters or A-labels. Expects no empty input;
  * empty labels, lengths of the whole and the deliverability rules are the caller's.
  */
 export function toIdnaDomain(raw: string): IdnaDomain | PartFailure {
-  const asWritten = checkAsWritten(raw);
-  if (asWritten !== MAPPED && asWritten !== TO_MAP) return asWritten;
+  const refused = checkAsWritten(raw);
+  if (refused !== undefined) return refused;
 
   const written = raw.split(DOTS);
-  // Text of PVALID and CONTEXT code points only is its own UTS-46 mapping when it is NFC
-  // (test/address/idna-data.test.ts: every such code point is UTS-46 valid or deviation):
-  // skipping tr46's mapping takes most of the cost off an already lowercase domain.
-  const mapped =
-    asWritten === MAPPED && raw.normalize('NFC') === raw
-      ? written
-      : tr46.toUnicode(raw, { useSTD3ASCIIRules: true }).domain.split('.');
-  if (mapped.length !== written.length) return notIdn();
   const asciiLabels: string[] = [];
   const unicodeLabels: string[] = [];
   let confusable = false;
-  for (let index = 0; index < written.length; index++) {
-    const writtenLabel = written[index] as string;
-    let ulabel = mapped[index] as string;
+  let mappedLength = 0;
+  let asciiLength = 0;
+  for (const writtenLabel of written) {
+    const mapped = mapLabel(writtenLabel);
+    if (typeof mapped !== 'string') return mapped;
+    mappedLength += mapped.length + 1;
+    if (mappedLength > MAX_MAPPED_DOMAIN_UNITS) return domainTooLong(mappedLength);
+    let ulabel = mapped;
     let alabel: string;
-    if (isAscii(writtenLabel) && isALabelPrefix(writtenLabel)) {
-      alabel = writtenLabel.toLowerCase();
+    if (isAscii(mapped) && isALabelPrefix(mapped)) {
+      // Decoded and held to the U-label rules: an A-label gets a U-label's verdict.
+      alabel = mapped;
       const decoded = decodeALabel(alabel);
       if (typeof decoded !== 'string') return decoded;
       ulabel = decoded;
-    } else if (isAscii(ulabel)) {
+    } else if (isAscii(mapped)) {
       // An LDH label (or what maps to one, `ＥＸＡＭＰＬＥ`): the ASCII scan checks it.
-      alabel = ulabel;
+      alabel = mapped;
     } else {
-      const problem = checkULabel(ulabel, false);
+      const problem = checkULabel(mapped, false);
       if (problem !== undefined) return problem;
-      alabel = `xn--${punycode.encode(ulabel)}`;
+      alabel = `xn--${punycode.encode(mapped)}`;
     }
     if (alabel.length > MAX_LABEL_OCTETS) return labelTooLong(alabel.length);
+    asciiLength += alabel.length + 1;
+    if (asciiLength > MAX_DOMAIN_OCTETS + 1) return domainTooLong(asciiLength - 1);
     asciiLabels.push(alabel);
     unicodeLabels.push(ulabel);
     if (!confusable && isMixedScript(ulabel)) confusable = true;
@@ -120,6 +122,30 @@ export function toIdnaDomain(raw: string): IdnaDomain | PartFailure {
   return { ok: true, ascii, unicode, confusable };
 }
 
+/**
+ * UTS-46 4.1-4.2 for one label: map each code point (tables compiled from tr46), then NFC.
+ * PVALID and CONTEXT code points are their own mapping (test/address/idna-data.test.ts), so
+ * only the others are looked up. Splitting first is the same as UTS-46's map-then-split:
+ * no mapping produces a dot but the three full stops, which split labels already.
+ */
+function mapLabel(label: string): string | PartFailure {
+  if (isAscii(label)) return label.toLowerCase();
+  let mapped = '';
+  for (let i = 0; i < label.length; i++) {
+    const codePoint = label.codePointAt(i) as number;
+    if (codePoint > 0xffff) i++;
+    if (codePoint < 0x80) {
+      mapped += String.fromCharCode(codePoint).toLowerCase();
+    } else if ((codePointProperties(codePoint) & DERIVED) !== DISALLOWED) {
+      mapped += String.fromCodePoint(codePoint);
+    } else {
+      mapped += uts46Mapping(codePoint) ?? String.fromCodePoint(codePoint);
+    }
+    if (mapped.length > MAX_MAPPED_LABEL_UNITS) return labelTooLong(mapped.length);
+  }
+  return isAscii(mapped) ? mapped : mapped.normalize('NFC');
+}
+
 function needsBidiOrJoiners(unicode: string): boolean {
   for (let i = 0; i < unicode.length; i++) {
     if (unicode.charCodeAt(i) < 0x80) continue;
@@ -129,31 +155,22 @@ function needsBidiOrJoiners(unicode: string): boolean {
   return false;
 }
 
-/** Every code point as written is PVALID or CONTEXT: the text may be its own mapping. */
-const MAPPED = 1;
-/** Some code point needs UTS-46 mapping (an uppercase letter, a fullwidth form, a dot variant). */
-const TO_MAP = 2;
-
 /** Refuses, as written, what the mapping would hide (soft hyphen) or turn into a dot. */
-function checkAsWritten(raw: string): PartFailure | typeof MAPPED | typeof TO_MAP {
-  let result: typeof MAPPED | typeof TO_MAP = MAPPED;
+function checkAsWritten(raw: string): PartFailure | undefined {
   let labelCodePoints = 0;
   for (let i = 0; i < raw.length; i++) {
     const code = raw.codePointAt(i) as number;
     if (code > 0xffff) i++;
     if (isDot(code)) {
-      if (code !== 0x2e) result = TO_MAP;
       labelCodePoints = 0;
       continue;
     }
     if (++labelCodePoints > MAX_RAW_LABEL_CODE_POINTS) return labelTooLong(labelCodePoints);
     if (code < 0x80) {
       if (!isLdhCode(code)) return badCharacter(code);
-      if (code >= 0x41 && code <= 0x5a) result = TO_MAP;
       continue;
     }
     const properties = codePointProperties(code);
-    if ((properties & DERIVED) === DISALLOWED) result = TO_MAP;
     // ZWNJ and ZWJ are format characters but CONTEXTJ: the joiner rules decide on them.
     if ((properties & UNSAFE) !== 0 && code !== 0x200c && code !== 0x200d) {
       return fail(
@@ -161,9 +178,8 @@ function checkAsWritten(raw: string): PartFailure | typeof MAPPED | typeof TO_MA
         `The part after the @-sign contains an unsafe character: ${describeCharacter(String.fromCodePoint(code))}.`,
       );
     }
-    if ((properties & MAPS_TO_DOT) !== 0) return badCharacter(code);
   }
-  return result;
+  return undefined;
 }
 
 function isALabelPrefix(label: string): boolean {
@@ -308,6 +324,13 @@ function badCharacter(codePoint: number): PartFailure {
   return fail(
     'bad_character',
     `The part after the @-sign contains an invalid character: ${describeCharacter(String.fromCodePoint(codePoint))}.`,
+  );
+}
+
+function domainTooLong(octets: number): PartFailure {
+  return fail(
+    'domain_too_long',
+    `The part after the @-sign is ${octets - MAX_DOMAIN_OCTETS} octets too long (at most ${MAX_DOMAIN_OCTETS} in its ASCII form).`,
   );
 }
 

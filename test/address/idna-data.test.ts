@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import * as bits from '../../src/address/code-points.js';
-import { codePointProperties } from '../../src/address/code-points.js';
+import { codePointProperties, uts46Mapping } from '../../src/address/code-points.js';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { compileIdna, IDNA_BITS } from '../../scripts/compile-data.mjs';
 
@@ -54,7 +54,7 @@ describe('compiled IDNA data', () => {
     );
   });
 
-  it('marks unsafe characters, marks, scripts and dot-producing mappings', () => {
+  it('marks unsafe characters, marks, scripts and right-to-left characters', () => {
     expect(codePointProperties(0x200b) & bits.UNSAFE).toBe(bits.UNSAFE);
     expect(codePointProperties(0xad) & bits.UNSAFE).toBe(bits.UNSAFE);
     expect(codePointProperties(0xa0) & bits.UNSAFE).toBe(bits.UNSAFE);
@@ -68,8 +68,6 @@ describe('compiled IDNA data', () => {
     expect(codePointProperties(0x628) & bits.RTL).toBe(bits.RTL); // Arabic beh: AL
     expect(codePointProperties(0x660) & bits.RTL).toBe(bits.RTL); // Arabic-Indic zero: AN
     expect(codePointProperties(0x6f0) & bits.RTL).toBe(0); // extended Arabic-Indic zero: EN
-    // UTS-46 16 maps only the three full stops to a dot, and those separate labels.
-    expect(codePointProperties(0x3002) & bits.MAPS_TO_DOT).toBe(0);
   });
 });
 
@@ -90,6 +88,24 @@ describe('compiled IDNA data against tr46', () => {
         if (derived(cp) !== bits.DISALLOWED) mapped.push(cp.toString(16));
     }
     expect(mapped).toEqual([]);
+  });
+
+  it('maps every code point as tr46 does', () => {
+    const require = createRequire(import.meta.url);
+    const table = require('tr46/lib/mappingTable.json') as Array<
+      [number | [number, number], number, string?]
+    >;
+    const MAPPED = 1;
+    const IGNORED = 7;
+    const wrong: string[] = [];
+    for (const [span, status, mapping] of table) {
+      const [first, last] = Array.isArray(span) ? span : [span, span];
+      const expected = status === MAPPED ? mapping : status === IGNORED ? '' : undefined;
+      for (let cp = first; cp <= last; cp++) {
+        if (uts46Mapping(cp) !== expected) wrong.push(cp.toString(16));
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 });
 
