@@ -86,6 +86,11 @@ export type LedgerRequest =
       readonly kind: 'reserve';
       readonly ref: string;
       readonly amount: number;
+      /**
+       * Epoch ms when the hold lapses: the sweeper then releases what it still holds, so a
+       * crash never keeps credits locked. Default: an hour after the request (HOLD_TTL_MS).
+       */
+      readonly expiresAt?: number;
       readonly note?: string;
     }
   | {
@@ -114,7 +119,9 @@ export type LedgerRefusal =
   | { readonly ok: false; readonly code: 'unknown_reservation'; readonly reservation: string }
   | { readonly ok: false; readonly code: 'exceeds_reservation'; readonly limit: number }
   /** The reference exists with a different request: a client bug, never applied. */
-  | { readonly ok: false; readonly code: 'reference_conflict'; readonly existing: LedgerEntry };
+  | { readonly ok: false; readonly code: 'reference_conflict'; readonly existing: LedgerEntry }
+  /** A grant would take the total past Number.MAX_SAFE_INTEGER; `limit` is what still fits. */
+  | { readonly ok: false; readonly code: 'balance_limit'; readonly limit: number };
 
 export type LedgerOutcome =
   | {
@@ -148,7 +155,51 @@ export interface ReservationState {
   readonly ref: string;
   readonly held: number;
   readonly charged: number;
+  /** Epoch ms after which the sweeper releases what is still held. */
+  readonly expiresAt: number;
 }
+
+/**
+ * An idempotency key's record (DESIGN 5.3): the request it is bound to and, once finished,
+ * the first answer. Live for IDEMPOTENCY_TTL_MS from `createdAt`.
+ */
+export interface IdempotencyRecord {
+  readonly key: string;
+  /** Digest of the request (method, normalized address, shape parameters). */
+  readonly fingerprint: string;
+  /** Which attempt holds the key: only it may finish or drop it. */
+  readonly attempt: string;
+  /** The first answer, serialized; null while the attempt is running. */
+  readonly answer: string | null;
+  readonly createdAt: number;
+  /** A running attempt's lease (its hold's expiry): after it, another attempt may take over. */
+  readonly leaseUntil: number;
+}
+
+/** What a ledger commit does to an idempotency key, in the same transaction. */
+export type IdempotencyChange =
+  /** Takes the key for `attempt` (or updates it when `attempt` holds it already). */
+  | { readonly op: 'claim'; readonly record: Omit<IdempotencyRecord, 'createdAt'> }
+  /** Gives the key up (the attempt failed before charging): a retry starts afresh. */
+  | { readonly op: 'drop'; readonly key: string; readonly attempt: string };
+
+/** Ledger requests applied together, all or none, with an optional idempotency change. */
+export interface LedgerCommit {
+  readonly requests: readonly LedgerRequest[];
+  readonly idempotency?: IdempotencyChange;
+}
+
+export type LedgerCommitOutcome =
+  | {
+      readonly ok: true;
+      /** One per request, in order. */
+      readonly entries: readonly LedgerEntry[];
+      readonly replayed: readonly boolean[];
+      readonly balance: CreditBalance;
+    }
+  | LedgerRefusal
+  /** Another attempt holds the key: nothing was written. */
+  | { readonly ok: false; readonly code: 'idempotency_taken'; readonly record: IdempotencyRecord };
 
 /** A fixed-window counter that many processes may share. */
 export interface RateCounter {
@@ -198,6 +249,24 @@ export interface Store {
 
   /** Applies one ledger request atomically (the rules: service/ledger.ts). */
   applyLedger(accountId: string, request: LedgerRequest, at: number): Promise<LedgerOutcome>;
+  /**
+   * Applies several requests and an idempotency change in one transaction, all or none: the
+   * first refusal writes nothing and is the answer. Resolves only once durable.
+   */
+  commitLedger(accountId: string, commit: LedgerCommit, at: number): Promise<LedgerCommitOutcome>;
+  /** The key's record while live (younger than IDEMPOTENCY_TTL_MS at `at`). */
+  idempotencyRecord(
+    accountId: string,
+    key: string,
+    at: number,
+  ): Promise<IdempotencyRecord | undefined>;
+  /** Reservations still holding credits, oldest expiry first. */
+  listHolds(accountId: string): Promise<readonly ReservationState[]>;
+  /**
+   * Releases every hold expired at `at` (each a `release` entry under `mv:expired:<ref>`)
+   * and forgets idempotency keys past their 24 hours; resolves with the holds released.
+   */
+  sweep(at: number): Promise<number>;
   balance(accountId: string): Promise<CreditBalance>;
   /** Entries in order, from `afterSeq` (exclusive), at most `limit`. */
   ledgerEntries(

@@ -4,6 +4,7 @@ import type { Caller } from './auth.js';
 import { billingPeriod, billingPeriodDates } from './billing-period.js';
 import { fileLedger } from './charging.js';
 import { accountOf, type ServiceContext } from './context.js';
+import { SERVICE_REF_PREFIX } from './ledger.js';
 import { isPlanName, PLAN_NAMES, PLANS, type PlanName } from './plans.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 import {
@@ -23,11 +24,20 @@ export interface AccountInfo extends AccountRecord {
 export interface AccountObject {
   readonly email: string;
   readonly plan: PlanName;
-  readonly credits: { readonly available: number; readonly used: number; readonly total: number };
+  /** available + reserved + used = total (DESIGN 5.3). */
+  readonly credits: {
+    readonly available: number;
+    readonly reserved: number;
+    readonly used: number;
+    readonly total: number;
+  };
   readonly rate_limit: { readonly per_minute: number; readonly remaining: number };
   /** `YYYY-MM-DD` (UTC); `end` is the period's last day, inclusive. */
   readonly billing_period: { readonly start: string; readonly end: string };
 }
+
+/** The reference of the grant an account is created with: of the service's namespace. */
+export const INITIAL_GRANT_REF = `${SERVICE_REF_PREFIX}initial_grant`;
 
 export interface NewAccount {
   readonly email: string;
@@ -89,7 +99,7 @@ export function createAccounts(ctx: ServiceContext): Accounts {
         if (credits > 0) {
           await fileLedger(ctx, account.id, {
             kind: 'grant',
-            ref: 'initial_grant',
+            ref: INITIAL_GRANT_REF,
             amount: credits,
             note: 'account created',
           });
@@ -125,7 +135,12 @@ export function createAccounts(ctx: ServiceContext): Accounts {
         return {
           email: account.email,
           plan: account.plan,
-          credits: { available: credits.available, used: credits.used, total: credits.total },
+          credits: {
+            available: credits.available,
+            reserved: credits.reserved,
+            used: credits.used,
+            total: credits.total,
+          },
           rate_limit: { per_minute: plan.perMinute, remaining: rate.remaining },
           billing_period: billingPeriodDates(period),
         };

@@ -1,29 +1,56 @@
-import type { MethodName } from '../engine/methods.js';
-import { METHOD_NAMES } from '../engine/methods.js';
+import { createHash } from 'node:crypto';
+import type { ParseResult } from '../address/parse.js';
 import { FILTER_VERDICTS, fixedVerdict } from '../engine/fixed-verdict.js';
+import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import { testAddressVerdict } from '../engine/test-addresses.js';
 import { UNKNOWN_REASONS, type Verdict } from '../engine/verdict.js';
-import { optional } from '../optional.js';
-import type { CreditBalance, LedgerEntry, LedgerOutcome, LedgerRequest } from '../ports/store.js';
+import type {
+  CreditBalance,
+  IdempotencyChange,
+  IdempotencyRecord,
+  LedgerCommit,
+  LedgerCommitOutcome,
+  LedgerEntry,
+  LedgerOutcome,
+  LedgerRefusal,
+  LedgerRequest,
+} from '../ports/store.js';
+import { randomBase62 } from './api-keys.js';
 import type { AccountRef } from './auth.js';
 import type { ServiceContext } from './context.js';
+import { emailKey } from './filter-values.js';
 import type { Filters } from './filters.js';
+import { SERVICE_REF_PREFIX } from './ledger.js';
 import { invalidRequest, ServiceError } from './service-error.js';
-import { answering, requireText } from './validate.js';
+import {
+  answering,
+  assertEmailInput,
+  optionalObject,
+  optionalSignal,
+  requireAccountRef,
+  requireOneOf,
+  requireText,
+} from './validate.js';
 
 export interface ServiceVerifyOptions {
   readonly method?: MethodName;
   readonly signal?: AbortSignal;
   /**
-   * Makes a retry safe: the same id reserves and settles under the same ledger references,
-   * so a request retried after a lost answer is verified again but charged once.
+   * An idempotency key (the `Idempotency-Key` header), as Stripe has them: scoped to the
+   * account and bound to the request (method and normalized address). Within 24 hours the
+   * same key with the same request answers the first answer again, charging nothing more;
+   * with another request it is refused with 409 `idempotency_conflict`, and while the first
+   * is still running with 409 `request_in_progress`.
    */
   readonly requestId?: string | undefined;
 }
 
 export interface ServiceVerifyResult {
   readonly verdict: Verdict;
-  /** Credits this verification cost: 0 for test addresses, filter matches and refunds. */
+  /**
+   * Credits this verification cost, exactly what the ledger recorded: 0 for test addresses,
+   * filter matches and refunds.
+   */
   readonly charged: number;
 }
 
@@ -43,6 +70,24 @@ export interface Charging {
   ): Promise<ServiceVerifyResult>;
 }
 
+/**
+ * How long a verification may run before the service aborts it. Quick and standard wait on
+ * DNS only; smtp on up to three MX hosts, each with its connect, banner and command timeouts.
+ */
+export const VERIFY_DEADLINE_MS: Readonly<Record<MethodName, number>> = {
+  quick: 30_000,
+  standard: 30_000,
+  smtp: 180_000,
+};
+/** A verify's hold outlives its deadline by this much, so it never lapses under a live verify. */
+export const HOLD_MARGIN_MS = 30_000;
+export const MAX_REQUEST_ID_LENGTH = 255;
+
+/** A reference of the service's own namespace (DESIGN 5.3): no caller can send one. */
+export function serviceRef(kind: string, random: ServiceContext['random']): string {
+  return `${SERVICE_REF_PREFIX}${kind}:${randomBase62(24, random)}`;
+}
+
 /** Files one ledger request, its refusals as ServiceErrors. */
 export async function fileLedger(
   ctx: ServiceContext,
@@ -52,81 +97,230 @@ export async function fileLedger(
   return receiptOf(await ctx.store.applyLedger(accountId, request, ctx.clock.now()));
 }
 
+/** An idempotency key in use by this attempt. */
+interface Idempotency {
+  readonly key: string;
+  readonly fingerprint: string;
+  readonly attempt: string;
+}
+
 export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'match'>): Charging {
   const { engine, store, clock } = ctx;
+
+  /** The claim that binds the key to this attempt, with its answer once there is one. */
+  const claim = (
+    idem: Idempotency | undefined,
+    answer: ServiceVerifyResult | null,
+    leaseUntil: number,
+  ): { idempotency?: IdempotencyChange } =>
+    idem === undefined
+      ? {}
+      : {
+          idempotency: {
+            op: 'claim',
+            record: {
+              ...idem,
+              answer: answer === null ? null : JSON.stringify(answer),
+              leaseUntil,
+            },
+          },
+        };
+
+  async function commit(
+    accountId: string,
+    request: LedgerCommit,
+    idem: Idempotency | undefined,
+  ): Promise<ServiceVerifyResult | undefined> {
+    const outcome = await store.commitLedger(accountId, request, clock.now());
+    if (outcome.ok) return undefined;
+    if (outcome.code === 'idempotency_taken') {
+      return firstAnswer(outcome.record, (idem as Idempotency).fingerprint);
+    }
+    throw refusalError(outcome);
+  }
+
+  /** A verdict the service gives without the engine and without charging, if any. */
+  async function freeVerdict(
+    accountId: string,
+    email: string,
+    parsed: ParseResult,
+    method: MethodName,
+    signal: AbortSignal | undefined,
+  ): Promise<Verdict | undefined> {
+    if (!parsed.ok) return undefined;
+    const fixed = testAddressVerdict(parsed);
+    if (fixed !== undefined) {
+      // The engine's own answer for a test address, without parsing it a second time.
+      if (signal?.aborted) throw signal.reason;
+      return fixedVerdict(email, parsed, method, fixed, 'test_address');
+    }
+    const action = await filters.match(accountId, parsed, signal);
+    if (action === undefined) return undefined;
+    return fixedVerdict(email, parsed, method, FILTER_VERDICTS[action], 'filter');
+  }
+
+  /**
+   * The verdict settles in the same commit as its reserve when the engine answers without
+   * I/O: one transaction per verify, and a verdict that could not be paid for is never shown.
+   */
+  async function chargeSync(
+    accountId: string,
+    email: string,
+    method: MethodName,
+    idem: Idempotency | undefined,
+  ): Promise<ServiceVerifyResult> {
+    const verdict = engine.verifySync(email, { method });
+    const cost = engine.cost(method);
+    const now = clock.now();
+    const reservation = serviceRef('verify', ctx.random);
+    const result = { verdict, charged: UNKNOWN_REASONS.has(verdict.reason) ? 0 : cost };
+    const requests: LedgerRequest[] = [
+      { kind: 'reserve', ref: reservation, amount: cost, expiresAt: now + holdMs(method) },
+      closing(reservation, verdict, cost),
+    ];
+    return (await commit(accountId, { requests, ...claim(idem, result, now) }, idem)) ?? result;
+  }
+
+  /** Reserve, verify, then settle or refund: the hold (and key) lapse if we die between. */
+  async function chargeAsync(
+    accountId: string,
+    email: string,
+    method: MethodName,
+    signal: AbortSignal | undefined,
+    idem: Idempotency | undefined,
+  ): Promise<ServiceVerifyResult> {
+    const cost = engine.cost(method);
+    const now = clock.now();
+    const expiresAt = now + holdMs(method);
+    const reservation = serviceRef('verify', ctx.random);
+    const reserve: LedgerRequest = { kind: 'reserve', ref: reservation, amount: cost, expiresAt };
+    const first = await commit(
+      accountId,
+      { requests: [reserve], ...claim(idem, null, expiresAt) },
+      idem,
+    );
+    if (first !== undefined) return first;
+
+    const deadline = AbortSignal.timeout(VERIFY_DEADLINE_MS[method]);
+    let verdict: Verdict;
+    try {
+      verdict = await engine.verify(email, {
+        method,
+        signal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]),
+      });
+    } catch (error) {
+      // Aborted or failed: nothing was learned, nothing is charged, the key is free again.
+      const release: LedgerRequest = {
+        kind: 'release',
+        ref: `${reservation}:release`,
+        reservation,
+      };
+      const outcome = await store.commitLedger(
+        accountId,
+        {
+          requests: [release],
+          ...(idem === undefined
+            ? {}
+            : { idempotency: { op: 'drop', key: idem.key, attempt: idem.attempt } }),
+        },
+        clock.now(),
+      );
+      // A hold the sweeper released already has nothing left to give back: that is fine.
+      if (!outcome.ok && outcome.code !== 'exceeds_reservation') throw refusalError(outcome);
+      throw error;
+    }
+    const result = { verdict, charged: UNKNOWN_REASONS.has(verdict.reason) ? 0 : cost };
+    const settled = await store.commitLedger(
+      accountId,
+      { requests: [closing(reservation, verdict, cost)], ...claim(idem, result, expiresAt) },
+      clock.now(),
+    );
+    if (!settled.ok) {
+      // The hold lapsed under a verify that overran its deadline, or another attempt took the
+      // key: the charge is not what we would answer, so we answer nothing rather than lie.
+      throw new ServiceError(
+        'internal_error',
+        'The verification outlived its credit hold and was not charged; retry it.',
+        {},
+        { cause: settled },
+      );
+    }
+    return result;
+  }
+
   return {
     verify: (caller, email, verifyOptions = {}) =>
       answering(async () => {
-        if (typeof email !== 'string') throw invalidRequest('email', 'email must be a string');
-        const method = verifyOptions.method ?? 'standard';
-        if (!METHOD_NAMES.includes(method)) {
-          throw invalidRequest('method', `method must be one of ${METHOD_NAMES.join(', ')}`);
-        }
-        const { signal } = verifyOptions;
+        // Every argument checked before any is used (issue 11, defect 9: hostile arguments).
+        const accountId = requireAccountRef(caller);
+        assertEmailInput(email);
+        const options = optionalObject(verifyOptions, 'options') as ServiceVerifyOptions;
+        const method =
+          options.method === undefined
+            ? 'standard'
+            : requireOneOf(options.method, 'method', METHOD_NAMES);
+        const signal = optionalSignal(options.signal);
         const parsed = engine.parse(email);
-        if (parsed.ok) {
-          const fixed = testAddressVerdict(parsed);
-          if (fixed !== undefined) {
-            // The engine's own answer for a test address, without parsing it a second time.
-            if (signal?.aborted) throw signal.reason;
-            return {
-              verdict: fixedVerdict(email, parsed, method, fixed, 'test_address'),
-              charged: 0,
-            };
+        let idem: Idempotency | undefined;
+        if (options.requestId !== undefined) {
+          const key = requireText(options.requestId, 'request_id', MAX_REQUEST_ID_LENGTH);
+          const fingerprint = fingerprintOf(method, parsed.ok ? emailKey(parsed) : email);
+          const held = await store.idempotencyRecord(accountId, key, clock.now());
+          if (held !== undefined && !(held.answer === null && held.leaseUntil <= clock.now())) {
+            return firstAnswer(held, fingerprint);
           }
-          const action = await filters.match(caller.accountId, parsed, signal);
-          if (action !== undefined) {
-            return {
-              verdict: fixedVerdict(email, parsed, method, FILTER_VERDICTS[action], 'filter'),
-              charged: 0,
-            };
-          }
+          idem = { key, fingerprint, attempt: randomBase62(16, ctx.random) };
         }
-        const requestId =
-          verifyOptions.requestId === undefined
-            ? ctx.newId('req')
-            : requireText(verifyOptions.requestId, 'request_id', 100);
-        const reservation = `verify:${requestId}`;
-        const cost = engine.cost(method);
-        const reserved = await fileLedger(ctx, caller.accountId, {
-          kind: 'reserve',
-          ref: reservation,
-          amount: cost,
-        });
-        let verdict: Verdict;
-        try {
-          verdict = await engine.verify(email, { method, ...optional('signal', signal) });
-        } catch (error) {
-          // Aborted or failed: nothing was learned, nothing is charged.
-          await close({ kind: 'release', ref: `${reservation}:release`, reservation });
-          throw error;
-        }
-        if (reserved.replayed) {
-          // A retry: the first attempt's charge or refund stands; a hold it left behind (a
-          // crash between reserve and settle) goes back to the account.
-          await close({ kind: 'release', ref: `${reservation}:release`, reservation });
-          return { verdict, charged: 0 };
-        }
-        if (UNKNOWN_REASONS.has(verdict.reason)) {
-          await close({
-            kind: 'refund',
-            ref: `${reservation}:refund`,
-            reservation,
-            note: verdict.reason,
-          });
-          return { verdict, charged: 0 };
-        }
-        await close({ kind: 'settle', ref: `${reservation}:settle`, reservation, amount: cost });
-        return { verdict, charged: cost };
 
-        /** Files the closing entry; a reservation with nothing left to close is fine. */
-        async function close(request: LedgerRequest): Promise<void> {
-          const outcome = await store.applyLedger(caller.accountId, request, clock.now());
-          if (!outcome.ok && outcome.code === 'exceeds_reservation') return;
-          receiptOf(outcome);
+        const free = await freeVerdict(accountId, email, parsed, method, signal);
+        if (free !== undefined) {
+          const result = { verdict: free, charged: 0 };
+          if (idem === undefined) return result;
+          return (
+            (await commit(accountId, { requests: [], ...claim(idem, result, 0) }, idem)) ?? result
+          );
         }
+        if (signal?.aborted) throw signal.reason;
+        return engine.dns.offline === true && method !== 'smtp'
+          ? chargeSync(accountId, email, method, idem)
+          : chargeAsync(accountId, email, method, signal, idem);
       }),
   };
+}
+
+function holdMs(method: MethodName): number {
+  return VERIFY_DEADLINE_MS[method] + HOLD_MARGIN_MS;
+}
+
+/** Settles the cost, or refunds it when the result could not be verified (DESIGN 5.3). */
+function closing(reservation: string, verdict: Verdict, cost: number): LedgerRequest {
+  return UNKNOWN_REASONS.has(verdict.reason)
+    ? { kind: 'refund', ref: `${reservation}:refund`, reservation, note: verdict.reason }
+    : { kind: 'settle', ref: `${reservation}:settle`, reservation, amount: cost };
+}
+
+/** Digest of what makes two requests the same request: method and normalized address. */
+function fingerprintOf(method: MethodName, address: string): string {
+  return createHash('sha256').update(`verify\u0000${method}\u0000${address}`).digest('base64url');
+}
+
+/** What a key already bound answers a request: its first answer, or a 409. */
+function firstAnswer(record: IdempotencyRecord, fingerprint: string): ServiceVerifyResult {
+  if (record.fingerprint !== fingerprint) {
+    throw new ServiceError(
+      'idempotency_conflict',
+      'This idempotency key was used for a different request within the last 24 hours.',
+      { field: 'request_id' },
+    );
+  }
+  if (record.answer === null) {
+    throw new ServiceError(
+      'request_in_progress',
+      'The first request with this idempotency key is still running; retry shortly.',
+      { field: 'request_id' },
+    );
+  }
+  return JSON.parse(record.answer) as ServiceVerifyResult;
 }
 
 /** A ledger outcome as a receipt, or its refusal as the ServiceError a caller is answered. */
@@ -134,27 +328,42 @@ export function receiptOf(outcome: LedgerOutcome): LedgerReceipt {
   if (outcome.ok) {
     return { entry: outcome.entry, balance: outcome.balance, replayed: outcome.replayed };
   }
+  throw refusalError(outcome);
+}
+
+function refusalError(
+  outcome: LedgerRefusal | Exclude<LedgerCommitOutcome, { ok: true }>,
+): ServiceError {
   switch (outcome.code) {
     case 'insufficient_credits':
-      throw new ServiceError(
+      return new ServiceError(
         'insufficient_credits',
         `Not enough credits: ${outcome.needed} needed, ${outcome.available} available.`,
         { needed: outcome.needed, available: outcome.available },
       );
     case 'unknown_reservation':
-      throw new ServiceError('not_found', `No reservation ${outcome.reservation}.`, {
+      return new ServiceError('not_found', `No reservation ${outcome.reservation}.`, {
         field: 'reservation',
       });
     case 'exceeds_reservation':
-      throw invalidRequest(
+      return invalidRequest(
         'amount',
         `amount exceeds what the reservation holds (${outcome.limit})`,
       );
     case 'reference_conflict':
-      throw new ServiceError(
+      return new ServiceError(
         'conflict',
         `Reference ${outcome.existing.ref} was used for a different request.`,
         { ref: outcome.existing.ref },
       );
+    case 'balance_limit':
+      return invalidRequest(
+        'amount',
+        `amount would take the balance past ${Number.MAX_SAFE_INTEGER}; at most ${outcome.limit} fits`,
+      );
+    case 'idempotency_taken':
+      return new ServiceError('request_in_progress', 'The idempotency key is in use.', {
+        field: 'request_id',
+      });
   }
 }

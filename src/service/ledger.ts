@@ -1,5 +1,9 @@
 import type {
   CreditBalance,
+  IdempotencyChange,
+  IdempotencyRecord,
+  LedgerCommit,
+  LedgerCommitOutcome,
   LedgerEntry,
   LedgerOutcome,
   LedgerRefusal,
@@ -13,7 +17,7 @@ export type { LedgerOutcome, LedgerRefusal, LedgerRequest } from '../ports/store
 
 /**
  * One account's side of a store, read and written inside the store's transaction: what
- * `applyLedgerRequest` needs to decide a request and file it.
+ * `applyLedgerCommit` needs to decide requests and file them.
  */
 export interface LedgerBook {
   /** The account's balance, or undefined when there is no such account. */
@@ -21,8 +25,14 @@ export interface LedgerBook {
   /** The entry filed under `ref`, if any. */
   entry(ref: string): LedgerEntry | undefined;
   reservation(ref: string): ReservationState | undefined;
-  /** Files the entry, the reservation and the balance together; returns the entry's seq. */
-  write(write: LedgerWrite): number;
+  /** The key's record, live or not (the rules here decide what a dead one means). */
+  idempotency(key: string): IdempotencyRecord | undefined;
+  /** Appends an entry; returns its seq. */
+  insertEntry(entry: Omit<LedgerEntry, 'seq'>): number;
+  putReservation(reservation: ReservationState): void;
+  putBalance(balance: CreditBalance): void;
+  /** Stores the key's record, or deletes it (undefined). */
+  putIdempotency(key: string, record: IdempotencyRecord | undefined): void;
 }
 
 interface LedgerSnapshot {
@@ -31,8 +41,8 @@ interface LedgerSnapshot {
   readonly reservation: ReservationState | undefined;
 }
 
-/** What a store writes, in the same transaction, when a request applies. */
-export interface LedgerWrite {
+/** What applying one request changes. */
+interface LedgerWrite {
   readonly entry: Omit<LedgerEntry, 'seq'>;
   readonly balance: CreditBalance;
   /** The reservation as it stands afterwards (none for a grant). */
@@ -46,8 +56,28 @@ export const EMPTY_BALANCE: CreditBalance = Object.freeze({
   total: 0,
 });
 
-/** Largest single amount: keeps every sum an exact integer in a double and in SQLite. */
+/** Largest single amount. Balances are bounded by Number.MAX_SAFE_INTEGER (DESIGN 5.3). */
 export const MAX_LEDGER_AMOUNT = 1_000_000_000_000;
+/** A reserve without `expiresAt` holds for this long. */
+export const HOLD_TTL_MS = 3_600_000;
+/** An idempotency key binds its request and answer for 24 hours (DESIGN 5.3). */
+export const IDEMPOTENCY_TTL_MS = 86_400_000;
+/**
+ * The service's own references start with this; callers' references may not (DESIGN 5.3),
+ * so nothing a caller sends can collide with them.
+ */
+export const SERVICE_REF_PREFIX = 'mv:';
+/** Longest reference a store files: a caller's 200 characters plus a service prefix. */
+const MAX_REF_LENGTH = 256;
+
+/** The reference of the release that ends an expired hold. */
+export const expiredHoldRef = (reservation: string) =>
+  `${SERVICE_REF_PREFIX}expired:${reservation}`;
+
+/** Whether a key's record still binds the key at `at`. */
+export function idempotencyLive(record: IdempotencyRecord, at: number): boolean {
+  return at - record.createdAt < IDEMPOTENCY_TTL_MS;
+}
 
 /**
  * Applies one ledger request to an account's book: the whole of the ledger's rules, shared by
@@ -61,25 +91,117 @@ export function applyLedgerRequest(
   at: number,
   book: LedgerBook,
 ): LedgerOutcome {
-  const problem = ledgerRequestProblem(request);
-  if (problem !== undefined) throw new StoreError('invalid', problem);
-  const balance = book.balance();
-  if (balance === undefined) throw new StoreError('not_found', `No account ${accountId}.`);
-  const reservation = 'reservation' in request ? book.reservation(request.reservation) : undefined;
-  const plan = planLedger(
-    accountId,
-    request,
-    { balance, existing: book.entry(request.ref), reservation },
-    at,
-  );
-  if ('replay' in plan) return { ok: true, entry: plan.replay, balance, replayed: true };
-  if (!('write' in plan)) return plan;
-  const seq = book.write(plan.write);
+  const outcome = applyLedgerCommit(accountId, { requests: [request] }, at, book);
+  if (!outcome.ok) return outcome as LedgerRefusal;
   return {
     ok: true,
-    entry: { ...plan.write.entry, seq },
-    balance: plan.write.balance,
-    replayed: false,
+    entry: outcome.entries[0] as LedgerEntry,
+    balance: outcome.balance,
+    replayed: outcome.replayed[0] as boolean,
+  };
+}
+
+/**
+ * Applies a commit: its requests in order, each seeing the ones before, then its idempotency
+ * change; all or none. Everything is decided against an overlay of the book before the first
+ * write, so a refusal leaves the book untouched in every store.
+ */
+export function applyLedgerCommit(
+  accountId: string,
+  commit: LedgerCommit,
+  at: number,
+  book: LedgerBook,
+): LedgerCommitOutcome {
+  const problem = commitProblem(commit);
+  if (problem !== undefined) throw new StoreError('invalid', problem);
+  const start = book.balance();
+  if (start === undefined) throw new StoreError('not_found', `No account ${accountId}.`);
+
+  const change = commit.idempotency;
+  if (change?.op === 'claim') {
+    const held = book.idempotency(change.record.key);
+    if (held !== undefined && !claimable(held, change.record, at)) {
+      return { ok: false, code: 'idempotency_taken', record: held };
+    }
+  }
+
+  let balance = start;
+  const reservations = new Map<string, ReservationState>();
+  const results: (LedgerEntry | Omit<LedgerEntry, 'seq'>)[] = [];
+  const replayed: boolean[] = [];
+  for (const request of commit.requests) {
+    const reservationRef = 'reservation' in request ? request.reservation : undefined;
+    const plan = planLedger(
+      accountId,
+      request,
+      {
+        balance,
+        // A ref appears once per commit (commitProblem), so an existing entry is a filed one.
+        existing: book.entry(request.ref),
+        reservation:
+          reservationRef === undefined
+            ? undefined
+            : (reservations.get(reservationRef) ?? book.reservation(reservationRef)),
+      },
+      at,
+    );
+    if ('replay' in plan) {
+      results.push(plan.replay);
+      replayed.push(true);
+      continue;
+    }
+    if (!('write' in plan)) return plan;
+    const { entry, reservation } = plan.write;
+    balance = plan.write.balance;
+    if (reservation !== undefined) reservations.set(reservation.ref, reservation);
+    results.push(entry);
+    replayed.push(false);
+  }
+
+  // Decided: now write, entries in order, each reservation and the balance once.
+  const entries = results.map((entry) =>
+    'seq' in entry ? entry : { ...entry, seq: book.insertEntry(entry) },
+  );
+  for (const reservation of reservations.values()) book.putReservation(reservation);
+  if (balance !== start) book.putBalance(balance);
+  if (change !== undefined) writeIdempotency(book, change, at);
+  return { ok: true, entries, replayed, balance };
+}
+
+function claimable(
+  held: IdempotencyRecord,
+  claim: Pick<IdempotencyRecord, 'attempt' | 'fingerprint'>,
+  at: number,
+): boolean {
+  if (held.attempt === claim.attempt || !idempotencyLive(held, at)) return true;
+  // A running attempt whose lease ran out died with its process: the same request may take
+  // over; a different one stays refused for the key's 24 hours.
+  return held.answer === null && held.leaseUntil <= at && held.fingerprint === claim.fingerprint;
+}
+
+function writeIdempotency(book: LedgerBook, change: IdempotencyChange, at: number): void {
+  if (change.op === 'drop') {
+    if (book.idempotency(change.key)?.attempt === change.attempt) {
+      book.putIdempotency(change.key, undefined);
+    }
+    return;
+  }
+  const held = book.idempotency(change.record.key);
+  const createdAt =
+    held !== undefined && held.attempt === change.record.attempt ? held.createdAt : at;
+  book.putIdempotency(change.record.key, { ...change.record, createdAt });
+}
+
+/**
+ * Releases what `reservation` still holds because its hold expired: the sweeper's request,
+ * under a reference of the service's namespace.
+ */
+export function expiredHoldRelease(reservation: ReservationState): LedgerRequest {
+  return {
+    kind: 'release',
+    ref: expiredHoldRef(reservation.ref),
+    reservation: reservation.ref,
+    note: 'hold expired',
   };
 }
 
@@ -92,9 +214,10 @@ function planLedger(
 ): { replay: LedgerEntry } | { write: LedgerWrite } | LedgerRefusal {
   const { existing, balance } = snapshot;
   if (existing !== undefined) {
-    return sameRequest(existing, request)
-      ? { replay: existing }
-      : { ok: false, code: 'reference_conflict', existing };
+    if (!sameRequest(existing, request)) {
+      return { ok: false, code: 'reference_conflict', existing };
+    }
+    return { replay: existing };
   }
   const note = request.note ?? null;
   const entryOf = (amount: number, delta: number, reservation: string | null) => ({
@@ -109,7 +232,9 @@ function planLedger(
   });
 
   switch (request.kind) {
-    case 'grant':
+    case 'grant': {
+      const room = Number.MAX_SAFE_INTEGER - balance.total;
+      if (request.amount > room) return { ok: false, code: 'balance_limit', limit: room };
       return {
         write: {
           entry: entryOf(request.amount, request.amount, null),
@@ -121,6 +246,7 @@ function planLedger(
           reservation: undefined,
         },
       };
+    }
     case 'reserve':
       if (request.amount > balance.available) {
         return {
@@ -138,7 +264,12 @@ function planLedger(
             available: balance.available - request.amount,
             reserved: balance.reserved + request.amount,
           },
-          reservation: { ref: request.ref, held: request.amount, charged: 0 },
+          reservation: {
+            ref: request.ref,
+            held: request.amount,
+            charged: 0,
+            expiresAt: request.expiresAt ?? at + HOLD_TTL_MS,
+          },
         },
       };
     default:
@@ -193,14 +324,28 @@ function sameRequest(existing: LedgerEntry, request: LedgerRequest): boolean {
   return request.amount === undefined || request.amount === existing.amount;
 }
 
+function commitProblem(commit: LedgerCommit): string | undefined {
+  if (typeof commit !== 'object' || commit === null || !Array.isArray(commit.requests)) {
+    return 'the ledger commit must be an object with a list of requests';
+  }
+  const refs = new Set<string>();
+  for (const request of commit.requests) {
+    const problem = ledgerRequestProblem(request);
+    if (problem !== undefined) return problem;
+    if (refs.has(request.ref)) return `ref ${request.ref} appears twice in one commit`;
+    refs.add(request.ref);
+  }
+  return undefined;
+}
+
 /** What is wrong with a request's shape, naming the field, or undefined when it is sound. */
-function ledgerRequestProblem(request: LedgerRequest): string | undefined {
+export function ledgerRequestProblem(request: LedgerRequest): string | undefined {
   if (typeof request !== 'object' || request === null)
     return 'the ledger request must be an object';
   if (!['grant', 'reserve', 'settle', 'release', 'refund'].includes(request.kind)) {
     return 'kind must be one of grant, reserve, settle, release, refund';
   }
-  if (!isReference(request.ref)) return 'ref must be a string of 1 to 200 characters';
+  if (!isReference(request.ref)) return `ref must be a string of 1 to ${MAX_REF_LENGTH} characters`;
   const againstReservation = request.kind !== 'grant' && request.kind !== 'reserve';
   if (againstReservation && !isReference((request as { reservation?: unknown }).reservation)) {
     return 'reservation must be the reference of a reserve entry';
@@ -209,6 +354,10 @@ function ledgerRequestProblem(request: LedgerRequest): string | undefined {
   const optionalAmount = request.kind === 'release' || request.kind === 'refund';
   if (!(optionalAmount && amount === undefined) && !isAmount(amount)) {
     return `amount must be a whole number of credits from 1 to ${MAX_LEDGER_AMOUNT}`;
+  }
+  const expiresAt = (request as { expiresAt?: unknown }).expiresAt;
+  if (expiresAt !== undefined && (request.kind !== 'reserve' || !Number.isSafeInteger(expiresAt))) {
+    return 'expiresAt must be epoch milliseconds, on a reserve only';
   }
   if (
     request.note !== undefined &&
@@ -220,7 +369,7 @@ function ledgerRequestProblem(request: LedgerRequest): string | undefined {
 }
 
 function isReference(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0 && value.length <= 200;
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_REF_LENGTH;
 }
 
 function isAmount(value: unknown): value is number {

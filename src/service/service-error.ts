@@ -8,6 +8,10 @@ export const SERVICE_ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  /** An idempotency key reused with a different request (DESIGN 5.3). */
+  idempotency_conflict: 409,
+  /** An idempotency key whose first request is still running. */
+  request_in_progress: 409,
   batch_not_completed: 409,
   payload_too_large: 413,
   rate_limit_exceeded: 429,

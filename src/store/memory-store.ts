@@ -2,6 +2,7 @@ import type {
   AccountRecord,
   CreditBalance,
   FilterRecord,
+  IdempotencyRecord,
   IpFilterPrefixes,
   KeyRecord,
   LedgerEntry,
@@ -9,7 +10,14 @@ import type {
   ReservationState,
   Store,
 } from '../ports/store.js';
-import { applyLedgerRequest, EMPTY_BALANCE } from '../service/ledger.js';
+import {
+  applyLedgerCommit,
+  applyLedgerRequest,
+  EMPTY_BALANCE,
+  expiredHoldRelease,
+  idempotencyLive,
+  type LedgerBook,
+} from '../service/ledger.js';
 import { rangeShape } from '../service/ip-ranges.js';
 import { rateCounterOver, UNLIMITED_POINTS } from './rate-counter.js';
 import { StoreError } from './store-error.js';
@@ -20,6 +28,7 @@ interface AccountBook {
   entries: LedgerEntry[];
   byRef: Map<string, LedgerEntry>;
   reservations: Map<string, ReservationState>;
+  idempotency: Map<string, IdempotencyRecord>;
 }
 
 /** How many IP filters of an account use each prefix length, per family. */
@@ -48,6 +57,14 @@ function countIpPrefix(
   if (counts.v4.size === 0 && counts.v6.size === 0) all.delete(filter.accountId);
 }
 
+export interface MemoryStoreOptions {
+  /** How often expired credit holds are released. Default 1 minute. */
+  readonly holdSweepMs?: number;
+}
+
+/** Default interval of both stores' hold sweepers. */
+export const HOLD_SWEEP_MS = 60_000;
+
 /**
  * The in-memory Store: for tests, benchmarks and throwaway use. Every operation runs to the
  * end without awaiting, so each is atomic just as a SQLite transaction is.
@@ -55,7 +72,7 @@ function countIpPrefix(
  * @example
  * const service = createService({ engine: createEngine({ offline: true }), store: createMemoryStore() });
  */
-export function createMemoryStore(): Store {
+export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   const books = new Map<string, AccountBook>();
   const keys = new Map<string, KeyRecord>();
   const keyIdByHash = new Map<string, string>();
@@ -77,7 +94,35 @@ export function createMemoryStore(): Store {
     return books.get(accountId);
   }
 
-  return {
+  /** The ledger's view of one account; writes land at once (each call runs without awaiting). */
+  function ledgerBook(found: AccountBook | undefined): LedgerBook {
+    return {
+      balance: () => found?.balance,
+      entry: (ref) => found?.byRef.get(ref),
+      reservation: (ref) => found?.reservations.get(ref),
+      idempotency: (key) => found?.idempotency.get(key),
+      insertEntry(entry) {
+        const filed: LedgerEntry = { ...entry, seq: ++seq };
+        const account = found as AccountBook;
+        account.entries.push(filed);
+        account.byRef.set(filed.ref, filed);
+        return filed.seq;
+      },
+      putReservation(reservation) {
+        (found as AccountBook).reservations.set(reservation.ref, reservation);
+      },
+      putBalance(balance) {
+        (found as AccountBook).balance = balance;
+      },
+      putIdempotency(key, record) {
+        const map = (found as AccountBook).idempotency;
+        if (record === undefined) map.delete(key);
+        else map.set(key, record);
+      },
+    };
+  }
+
+  const store: Store = {
     async insertAccount(account) {
       open();
       if (books.has(account.id))
@@ -88,6 +133,7 @@ export function createMemoryStore(): Store {
         entries: [],
         byRef: new Map(),
         reservations: new Map(),
+        idempotency: new Map(),
       });
     },
     async getAccount(id) {
@@ -135,21 +181,37 @@ export function createMemoryStore(): Store {
 
     async applyLedger(accountId, request, at) {
       open();
-      const found = books.get(accountId);
-      return applyLedgerRequest(accountId, request, at, {
-        balance: () => found?.balance,
-        entry: (ref) => found?.byRef.get(ref),
-        reservation: (ref) => found?.reservations.get(ref),
-        write({ entry, balance, reservation }) {
-          const filed: LedgerEntry = { ...entry, seq: ++seq };
-          const account = found as AccountBook;
-          account.entries.push(filed);
-          account.byRef.set(filed.ref, filed);
-          if (reservation !== undefined) account.reservations.set(reservation.ref, reservation);
-          account.balance = balance;
-          return filed.seq;
-        },
-      });
+      return applyLedgerRequest(accountId, request, at, ledgerBook(books.get(accountId)));
+    },
+    async commitLedger(accountId, commit, at) {
+      open();
+      return applyLedgerCommit(accountId, commit, at, ledgerBook(books.get(accountId)));
+    },
+    async idempotencyRecord(accountId, key, at) {
+      const record = book(accountId)?.idempotency.get(key);
+      return record !== undefined && idempotencyLive(record, at) ? record : undefined;
+    },
+    async listHolds(accountId) {
+      const found = book(accountId);
+      if (found === undefined) return [];
+      return [...found.reservations.values()]
+        .filter((reservation) => reservation.held > 0)
+        .sort((a, b) => a.expiresAt - b.expiresAt);
+    },
+    async sweep(at) {
+      open();
+      let released = 0;
+      for (const [accountId, found] of books) {
+        for (const reservation of found.reservations.values()) {
+          if (reservation.held === 0 || reservation.expiresAt > at) continue;
+          applyLedgerRequest(accountId, expiredHoldRelease(reservation), at, ledgerBook(found));
+          released++;
+        }
+        for (const [key, record] of found.idempotency) {
+          if (!idempotencyLive(record, at)) found.idempotency.delete(key);
+        }
+      }
+      return released;
     },
     async balance(accountId) {
       return book(accountId)?.balance ?? EMPTY_BALANCE;
@@ -227,7 +289,14 @@ export function createMemoryStore(): Store {
     },
 
     async close() {
+      clearInterval(sweeper);
       closed = true;
     },
   };
+  // Expired holds are released on an interval that never keeps the process alive (DESIGN 5.3).
+  const sweeper = setInterval(() => {
+    if (!closed) void store.sweep(Date.now());
+  }, options.holdSweepMs ?? HOLD_SWEEP_MS);
+  sweeper.unref();
+  return store;
 }

@@ -6,12 +6,14 @@
 import { createInterface } from 'node:readline';
 import type { Store } from '../../src/ports/store.js';
 import { createSqliteStore } from '../../src/sqlite.js';
-import { ledgerSystem, modelService } from './ledger-system.js';
+import { ledgerSystem, modelService, shiftingClock } from './ledger-system.js';
 
 let writesBeforeCrash = Number.POSITIVE_INFINITY;
 const die = () => process.kill(process.pid, 'SIGKILL');
 
-const sqlite = createSqliteStore(process.argv[2] as string);
+// No interval sweeps: the model sweeps when it moves the clock (the sweep at open stays).
+const sqlite = createSqliteStore(process.argv[2] as string, { holdSweepMs: 0 });
+// Every ledger transaction is a commit point: a plain request, a verify's commits, a sweep.
 const store: Store = {
   ...sqlite,
   async applyLedger(...args) {
@@ -19,8 +21,20 @@ const store: Store = {
     if (--writesBeforeCrash <= 0) die();
     return outcome;
   },
+  async commitLedger(...args) {
+    const outcome = await sqlite.commitLedger(...args);
+    if (--writesBeforeCrash <= 0) die();
+    return outcome;
+  },
+  async sweep(...args) {
+    const released = await sqlite.sweep(...args);
+    if (--writesBeforeCrash <= 0) die();
+    return released;
+  },
 };
-const system = ledgerSystem(modelService(store));
+// The clock resumes where the killed process had moved it (argv[3], ms ahead of Date.now).
+const clock = shiftingClock(Number(process.argv[3] ?? 0));
+const system = ledgerSystem(modelService(store, clock), clock);
 
 createInterface({ input: process.stdin }).on('line', (line) => {
   const { id, op, args, crashAfterWrites } = JSON.parse(line) as {

@@ -14,12 +14,27 @@ export const MODEL_START_CREDITS = 60;
 export interface LedgerSystem {
   setup(): Promise<string>;
   ledger(accountId: string, request: LedgerRequest): Promise<Outcome>;
+  /** `requestId` null: no idempotency key. */
   verify(
     accountId: string,
     email: string,
     method: 'quick' | 'standard',
-    requestId: string,
+    requestId: string | null,
   ): Promise<Outcome>;
+  /** `copies` of one verify at once. */
+  verifyConcurrently(
+    accountId: string,
+    email: string,
+    method: 'quick' | 'standard',
+    requestId: string | null,
+    copies: number,
+  ): Promise<Outcome[]>;
+  /** Moves the service clock on by `ms`, then sweeps expired holds. */
+  advanceAndSweep(ms: number): Promise<Outcome>;
+  /** An idempotency key's state: null when free. */
+  idempotency(accountId: string, key: string): Promise<{ charged: number | null } | null>;
+  holds(accountId: string): Promise<{ ref: string; held: number; expiresAt: number }[]>;
+  now(): Promise<number>;
   changePlan(accountId: string, plan: PlanName): Promise<Outcome>;
   state(
     accountId: string,
@@ -28,7 +43,7 @@ export interface LedgerSystem {
 
 export type Outcome = { ok: true; charged?: number } | { ok: false; code: string };
 
-export function ledgerSystem(service: Service): LedgerSystem {
+export function ledgerSystem(service: Service, clock: ShiftingClock): LedgerSystem {
   const outcome = async (work: () => Promise<{ charged?: number } | unknown>): Promise<Outcome> => {
     try {
       const result = (await work()) as { charged?: number };
@@ -49,7 +64,46 @@ export function ledgerSystem(service: Service): LedgerSystem {
     },
     ledger: (accountId, request) => outcome(() => service.admin.applyLedger(accountId, request)),
     verify: (accountId, email, method, requestId) =>
-      outcome(() => service.verify({ accountId }, email, { method, requestId })),
+      outcome(() =>
+        service.verify({ accountId }, email, {
+          method,
+          ...(requestId === null ? {} : { requestId }),
+        }),
+      ),
+    verifyConcurrently: (accountId, email, method, requestId, copies) =>
+      Promise.all(
+        Array.from({ length: copies }, () =>
+          outcome(() =>
+            service.verify({ accountId }, email, {
+              method,
+              ...(requestId === null ? {} : { requestId }),
+            }),
+          ),
+        ),
+      ),
+    advanceAndSweep: (ms) =>
+      outcome(async () => {
+        clock.advance(ms);
+        return service.admin.sweepHolds();
+      }),
+    async idempotency(accountId, key) {
+      const record = await service.store.idempotencyRecord(accountId, key, clock.now());
+      if (record === undefined) return null;
+      return {
+        charged:
+          record.answer === null
+            ? null
+            : (JSON.parse(record.answer) as { charged: number }).charged,
+      };
+    },
+    async holds(accountId) {
+      return (await service.admin.holds(accountId)).map(({ ref, held, expiresAt }) => ({
+        ref,
+        held,
+        expiresAt,
+      }));
+    },
+    now: async () => clock.now(),
     changePlan: (accountId, plan) => outcome(() => service.admin.changePlan(accountId, plan)),
     async state(accountId) {
       const account = await service.admin.getAccount(accountId);
@@ -62,11 +116,21 @@ export function ledgerSystem(service: Service): LedgerSystem {
   };
 }
 
+/** A clock the model moves on, so that holds and leases expire without waiting. */
+export interface ShiftingClock {
+  now(): number;
+  advance(ms: number): void;
+}
+
+export function shiftingClock(offset = 0): ShiftingClock {
+  return { now: () => Date.now() + offset, advance: (ms) => (offset += ms) };
+}
+
 /** The service the model drives: example.org answers, slow-dns.org times out (a refund). */
-export function modelService(store: Store): Service {
+export function modelService(store: Store, clock: ShiftingClock): Service {
   const dns = createMemoryDns({
     'example.org': ['mx.example.org'],
     'slow-dns.org': { kind: 'failure', code: 'timeout' },
   });
-  return createService({ engine: createEngine({ dns }), store });
+  return createService({ engine: createEngine({ dns }), store, clock });
 }

@@ -14,17 +14,22 @@ import {
   ledgerSystem,
   MODEL_START_CREDITS,
   modelService,
+  shiftingClock,
   type LedgerSystem,
   type Outcome,
 } from '../helpers/ledger-system.js';
 
 /**
  * Model-based test of the credits ledger (DESIGN 5.3): random sequences of grants, reserves,
- * settles, releases, refunds, verifies and plan changes run against the service and against a
- * plain model of what each should do. On SQLite the service runs in a child process that is
- * SIGKILLed at random, sometimes with a request in flight, and reopened; the model then takes
- * in whatever the interrupted request wrote. After every step: the balances match the model,
- * the balance is the sum of the entries and never negative, and no reference appears twice.
+ * settles, releases, refunds, verifies (with and without idempotency keys, reused with the
+ * same and with different requests, and copies of one request at once), plan changes, and
+ * moves of the clock past every hold's expiry followed by the sweep, run against the service
+ * and against a plain model of what each should do. On SQLite the service runs in a child
+ * process that is SIGKILLed at every commit point, sometimes with a request in flight, and
+ * reopened; the model then takes in whatever the interrupted request wrote. After every step:
+ * the balances match the model, available + reserved + used = total, the balance is the sum
+ * of the entries and never negative, no reference appears twice, and after a sweep no hold
+ * older than its expiry remains.
  */
 
 // ---- the model ----------------------------------------------------------------------------
@@ -35,6 +40,16 @@ interface Reservation {
   charged: number;
 }
 
+/** An idempotency key: the request it is bound to, and its first answer (null: running). */
+interface ModelKey {
+  fingerprint: string;
+  answer: Outcome | null;
+  /** A running attempt whose lease ran out (the clock moved past it): the same request may retry. */
+  stale: boolean;
+  /** Clock offset when the key was taken: it binds for 24 hours from then. */
+  since: number;
+}
+
 interface Model {
   available: number;
   reserved: number;
@@ -42,7 +57,12 @@ interface Model {
   total: number;
   entries: Map<string, { kind: string; amount: number; reservation: string | null }>;
   reservations: Map<string, Reservation>;
+  keys: Map<string, ModelKey>;
   plan: PlanName;
+  /** How far the service clock runs ahead of Date.now. */
+  offset: number;
+  /** Names the entries of verifies, whose references are the service's random ones. */
+  verifies: number;
 }
 
 /** The model of a new account: its initial grant and the free plan. */
@@ -54,10 +74,13 @@ function newModel(): Model {
     total: 0,
     entries: new Map(),
     reservations: new Map(),
+    keys: new Map(),
     plan: 'free',
+    offset: 0,
+    verifies: 0,
   };
   applyEntry(model, {
-    ref: 'initial_grant',
+    ref: 'mv:initial_grant',
     kind: 'grant',
     amount: MODEL_START_CREDITS,
     reservation: null,
@@ -154,28 +177,38 @@ function applyEntry(
 
 const COST = { quick: 1, standard: 2 } as const;
 
-/** What the model expects of a service verify with a request id. */
+const DAY_MS = 86_400_000;
+/** Each sweep step moves the clock this far: past every hold (an hour at most), not a key's day. */
+const SWEEP_ADVANCE_MS = 2 * 3_600_000;
+
+/** What the model expects of one service verify, with or without an idempotency key. */
 function modelVerify(
   model: Model,
   email: string,
   method: 'quick' | 'standard',
-  requestId: string,
+  requestId: string | null,
 ): Outcome {
-  if (email.startsWith('deliverable@example.com')) return { ok: true, charged: 0 };
-  const ref = `verify:${requestId}`;
-  const cost = COST[method];
-  const reserved = model.entries.get(ref);
-  if (reserved !== undefined) {
-    if (reserved.kind !== 'reserve' || reserved.amount !== cost)
-      return { ok: false, code: 'conflict' };
-    // A retry: only a hold left behind goes back.
-    const held = model.reservations.get(ref)!.held;
-    if (held > 0 && !model.entries.has(`${ref}:release`)) {
-      applyEntry(model, { ref: `${ref}:release`, kind: 'release', amount: held, reservation: ref });
-    }
-    return { ok: true, charged: 0 };
+  const fingerprint = `${method}|${email}`;
+  const key = requestId === null ? undefined : model.keys.get(requestId);
+  if (key !== undefined && model.offset - key.since < DAY_MS) {
+    if (key.fingerprint !== fingerprint) return { ok: false, code: 'idempotency_conflict' };
+    if (key.answer !== null) return key.answer;
+    if (!key.stale) return { ok: false, code: 'request_in_progress' };
   }
+  const answer = modelCharge(model, email, method);
+  if (requestId !== null && answer.ok) {
+    model.keys.set(requestId, { fingerprint, answer, stale: false, since: model.offset });
+  } else if (requestId !== null) {
+    model.keys.delete(requestId);
+  }
+  return answer;
+}
+
+function modelCharge(model: Model, email: string, method: 'quick' | 'standard'): Outcome {
+  if (email.startsWith('deliverable@example.com')) return { ok: true, charged: 0 };
+  const cost = COST[method];
   if (cost > model.available) return { ok: false, code: 'insufficient_credits' };
+  const ref = `verify#${model.verifies++}`;
   applyEntry(model, { ref, kind: 'reserve', amount: cost, reservation: ref });
   if (email.endsWith('@slow-dns.org')) {
     applyEntry(model, { ref: `${ref}:refund`, kind: 'refund', amount: cost, reservation: ref });
@@ -185,13 +218,31 @@ function modelVerify(
   return { ok: true, charged: cost };
 }
 
+/** Moves the clock on and sweeps: every hold has expired, every running lease too. */
+function modelSweep(model: Model): void {
+  model.offset += SWEEP_ADVANCE_MS;
+  for (const [ref, reservation] of model.reservations) {
+    if (reservation.held === 0) continue;
+    applyEntry(model, {
+      ref: `mv:expired:${ref}`,
+      kind: 'release',
+      amount: reservation.held,
+      reservation: ref,
+    });
+  }
+  for (const key of model.keys.values()) if (key.answer === null) key.stale = true;
+}
+
 // ---- the systems under test --------------------------------------------------------------
 
 interface Real {
   system: LedgerSystem;
   accountId: string;
-  /** Runs a step in a process that dies after `writes` ledger commits; undefined in memory. */
-  crash?: (step: Step, writes: number) => Promise<void>;
+  /**
+   * Runs a step in a process that dies after `writes` ledger commits, then restarts it with
+   * its clock `offset` ahead; undefined in memory.
+   */
+  crash?: (step: Step, writes: number, offset: number) => Promise<void>;
 }
 
 /** The service in a child process on a SQLite file, restartable after a SIGKILL. */
@@ -205,9 +256,10 @@ class ChildSystem {
 
   constructor(private readonly path: string) {}
 
-  async start(): Promise<void> {
+  /** Starts the process with its clock `offset` ms ahead of Date.now. */
+  async start(offset = 0): Promise<void> {
     const script = new URL('../helpers/ledger-child.ts', import.meta.url).pathname;
-    this.child = spawn(process.execPath, ['--import', 'tsx', script, this.path]);
+    this.child = spawn(process.execPath, ['--import', 'tsx', script, this.path, String(offset)]);
     this.pending = new Map();
     const ready = new Promise<void>((resolve, reject) => {
       this.pending.set(0, { resolve: () => resolve(), reject });
@@ -253,6 +305,13 @@ class ChildSystem {
       setup: () => this.call('setup') as Promise<string>,
       ledger: (...args) => this.call('ledger', ...args) as Promise<Outcome>,
       verify: (...args) => this.call('verify', ...args) as Promise<Outcome>,
+      verifyConcurrently: (...args) =>
+        this.call('verifyConcurrently', ...args) as Promise<Outcome[]>,
+      advanceAndSweep: (...args) => this.call('advanceAndSweep', ...args) as Promise<Outcome>,
+      idempotency: (...args) =>
+        this.call('idempotency', ...args) as ReturnType<LedgerSystem['idempotency']>,
+      holds: (...args) => this.call('holds', ...args) as ReturnType<LedgerSystem['holds']>,
+      now: () => this.call('now') as Promise<number>,
       changePlan: (...args) => this.call('changePlan', ...args) as Promise<Outcome>,
       state: (...args) => this.call('state', ...args) as ReturnType<LedgerSystem['state']>,
     };
@@ -261,24 +320,37 @@ class ChildSystem {
 
 // ---- the steps ----------------------------------------------------------------------------
 
+type VerifyStep = {
+  op: 'verify';
+  email: string;
+  method: 'quick' | 'standard';
+  requestId: string | null;
+  /** Copies of the request sent at once (with a key only). */
+  copies: number;
+};
 type Step =
   | { op: 'ledger'; request: LedgerRequest }
-  | { op: 'verify'; email: string; method: 'quick' | 'standard'; requestId: string }
+  | VerifyStep
+  | { op: 'sweep' }
   | { op: 'plan'; plan: PlanName };
 
 const ref = fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h');
 const amount = fc.integer({ min: 1, max: 40 });
-const verifyStep: fc.Arbitrary<Step> = fc.record({
-  op: fc.constant('verify' as const),
-  email: fc.constantFrom(
-    'alice@example.org',
-    'bad..dots@example.org',
-    'bob@slow-dns.org',
-    'deliverable@example.com',
-  ),
-  method: fc.constantFrom('quick' as const, 'standard' as const),
-  requestId: ref,
-});
+const verifyStep: fc.Arbitrary<Step> = fc
+  .record({
+    op: fc.constant('verify' as const),
+    email: fc.constantFrom(
+      'alice@example.org',
+      'bad..dots@example.org',
+      'bob@slow-dns.org',
+      'deliverable@example.com',
+    ),
+    method: fc.constantFrom('quick' as const, 'standard' as const),
+    // Few keys, so that they are reused, with the same request and with others.
+    requestId: fc.option(fc.constantFrom('k1', 'k2', 'k3'), { nil: null }),
+    copies: fc.constantFrom(1, 1, 1, 4),
+  })
+  .map((step) => (step.requestId === null ? { ...step, copies: 1 } : step));
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.record({
     op: fc.constant('ledger' as const),
@@ -318,6 +390,8 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     ),
   }),
   verifyStep,
+  verifyStep,
+  fc.constant({ op: 'sweep' as const }),
   fc.record({
     op: fc.constant('plan' as const),
     plan: fc.constantFrom<PlanName>('free', 'starter', 'enterprise'),
@@ -330,25 +404,39 @@ function runOnModel(model: Model, step: Step): Outcome {
       return modelLedger(model, step.request);
     case 'verify':
       return modelVerify(model, step.email, step.method, step.requestId);
+    case 'sweep':
+      modelSweep(model);
+      return { ok: true };
     case 'plan':
       model.plan = step.plan;
       return { ok: true };
   }
 }
 
-function runOnReal(real: Real, step: Step): Promise<Outcome> {
+/** The step's call on the system: op and arguments, the same in memory and over the pipe. */
+function callOf(step: Step, accountId: string): [keyof LedgerSystem, ...unknown[]] {
   switch (step.op) {
     case 'ledger':
-      return real.system.ledger(real.accountId, step.request);
+      return ['ledger', accountId, step.request];
     case 'verify':
-      return real.system.verify(real.accountId, step.email, step.method, step.requestId);
+      return step.copies > 1
+        ? ['verifyConcurrently', accountId, step.email, step.method, step.requestId, step.copies]
+        : ['verify', accountId, step.email, step.method, step.requestId];
+    case 'sweep':
+      return ['advanceAndSweep', SWEEP_ADVANCE_MS];
     case 'plan':
-      return real.system.changePlan(real.accountId, step.plan);
+      return ['changePlan', accountId, step.plan];
   }
 }
 
+async function runOnReal(real: Real, step: Step): Promise<Outcome | Outcome[]> {
+  const [op, ...args] = callOf(step, real.accountId);
+  const call = real.system[op] as (...a: unknown[]) => Promise<Outcome | Outcome[]>;
+  return call(...args);
+}
+
 /** Compares the system with the model and checks the ledger's invariants. */
-async function check(model: Model, real: Real): Promise<LedgerEntry[]> {
+async function check(model: Model, real: Real, swept: boolean): Promise<LedgerEntry[]> {
   const { balance, entries, plan } = await real.system.state(real.accountId);
   expect(balance).toEqual({
     available: model.available,
@@ -356,8 +444,10 @@ async function check(model: Model, real: Real): Promise<LedgerEntry[]> {
     used: model.used,
     total: model.total,
   });
+  expect(balance.available + balance.reserved + balance.used).toBe(balance.total);
   expect(plan).toBe(model.plan);
   expect(balance.available).toBeGreaterThanOrEqual(0);
+  expect(balance.total).toBeLessThanOrEqual(Number.MAX_SAFE_INTEGER);
   expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(balance.available);
   const refs = entries.map((entry) => entry.ref);
   expect(new Set(refs).size).toBe(refs.length);
@@ -369,7 +459,38 @@ async function check(model: Model, real: Real): Promise<LedgerEntry[]> {
       .reduce((sum, entry) => sum + entry.amount, 0);
     expect(charged).toBeLessThanOrEqual(reservation.amount);
   }
+  const holds = await real.system.holds(real.accountId);
+  expect(holds.reduce((sum, hold) => sum + hold.held, 0)).toBe(balance.reserved);
+  if (swept) {
+    // After the sweep, no hold older than its expiry remains.
+    const now = await real.system.now();
+    for (const hold of holds) expect(hold.expiresAt).toBeGreaterThan(now);
+  }
   return entries;
+}
+
+/** After a crash: what the interrupted step did to its idempotency key, read off the store. */
+async function takeInKey(model: Model, real: Real, step: VerifyStep): Promise<void> {
+  if (step.requestId === null) return;
+  const fingerprint = `${step.method}|${step.email}`;
+  const known = model.keys.get(step.requestId);
+  const live = known !== undefined && model.offset - known.since < DAY_MS;
+  // A live key bound to another request refused this one: it is unchanged.
+  if (live && known.fingerprint !== fingerprint) return;
+  const stored = await real.system.idempotency(real.accountId, step.requestId);
+  if (stored === null) {
+    model.keys.delete(step.requestId);
+    return;
+  }
+  const answer: Outcome | null =
+    stored.charged === null ? null : { ok: true, charged: stored.charged };
+  const kept = live && !(known.answer === null && known.stale);
+  model.keys.set(step.requestId, {
+    fingerprint,
+    answer,
+    stale: false,
+    since: kept ? known.since : model.offset,
+  });
 }
 
 class StepCommand implements fc.AsyncCommand<Model, Real> {
@@ -384,17 +505,34 @@ class StepCommand implements fc.AsyncCommand<Model, Real> {
   async run(model: Model, real: Real): Promise<void> {
     if (this.crashAfterWrites !== undefined && real.crash !== undefined) {
       const before = (await real.system.state(real.accountId)).entries.length;
-      await real.crash(this.step, this.crashAfterWrites);
+      // A sweep step moves the clock whether or not its process lives to sweep.
+      if (this.step.op === 'sweep') model.offset += SWEEP_ADVANCE_MS;
+      await real.crash(this.step, this.crashAfterWrites, model.offset);
       // The interrupted request ran whole, in part, or not at all: take in what it wrote.
       const { entries, plan } = await real.system.state(real.accountId);
       for (const entry of entries.slice(before)) applyEntry(model, entry);
       model.plan = plan as PlanName;
+      if (this.step.op === 'verify') await takeInKey(model, real, this.step);
+      if (this.step.op === 'sweep') {
+        for (const key of model.keys.values()) if (key.answer === null) key.stale = true;
+      }
+      await check(model, real, false);
+      return;
+    }
+    const expected = runOnModel(model, this.step);
+    const actual = await runOnReal(real, this.step);
+    if (Array.isArray(actual)) {
+      // Copies of one request at once: each gets the one answer, or is told the first runs.
+      expect(actual).toContainEqual(expected);
+      for (const outcome of actual) {
+        if (!isEqual(outcome, expected)) {
+          expect(outcome).toEqual({ ok: false, code: 'request_in_progress' });
+        }
+      }
     } else {
-      const expected = runOnModel(model, this.step);
-      const actual = await runOnReal(real, this.step);
       expect(actual).toEqual(expected);
     }
-    await check(model, real);
+    await check(model, real, this.step.op === 'sweep');
   }
   toString(): string {
     const crash =
@@ -403,13 +541,18 @@ class StepCommand implements fc.AsyncCommand<Model, Real> {
   }
 }
 
+function isEqual(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
 const commandsArb = (crashes: boolean) =>
   fc.commands(
     [
       stepArb.map((step) => new StepCommand(step, undefined)),
       ...(crashes
         ? [
-            // Crashes favour verifies: three ledger writes, so a crash can fall between them.
+            // Crashes favour verifies: two commits each (reserve with its key, then settle with
+            // the answer), more for copies at once; k = 0..3 puts a crash at every point.
             fc
               .tuple(fc.oneof(verifyStep, verifyStep, stepArb), fc.integer({ min: 0, max: 3 }))
               .map(([step, writes]) => new StepCommand(step, writes)),
@@ -428,8 +571,9 @@ describe('credits ledger against a model', () => {
   it('holds on the memory store', async () => {
     await fc.assert(
       fc.asyncProperty(commandsArb(false), async (commands) => {
-        const service = modelService(createMemoryStore());
-        const system = ledgerSystem(service);
+        const clock = shiftingClock();
+        const service = modelService(createMemoryStore(), clock);
+        const system = ledgerSystem(service, clock);
         const accountId = await system.setup();
         await fc.asyncModelRun(
           () => ({ model: newModel(), real: { system, accountId } }),
@@ -452,15 +596,10 @@ describe('credits ledger against a model', () => {
           const real: Real = {
             system,
             accountId,
-            crash: async (step, writes) => {
-              const [op, ...args]: [keyof LedgerSystem, ...unknown[]] =
-                step.op === 'ledger'
-                  ? ['ledger', accountId, step.request]
-                  : step.op === 'verify'
-                    ? ['verify', accountId, step.email, step.method, step.requestId]
-                    : ['changePlan', accountId, step.plan];
+            crash: async (step, writes, offset) => {
+              const [op, ...args] = callOf(step, accountId);
               await child.crashDuring(writes, op, ...args);
-              await child.start();
+              await child.start(offset);
             },
           };
           await fc.asyncModelRun(() => ({ model: newModel(), real }), commands);

@@ -212,6 +212,249 @@ export function storeContract(name: string, makeStore: () => Store | Promise<Sto
       });
     });
 
+    describe('ledger commits, holds and idempotency keys', () => {
+      const claim = (attempt: string, answer: string | null, leaseUntil: number, fp = 'fp1') => ({
+        op: 'claim' as const,
+        record: { key: 'k', fingerprint: fp, attempt, answer, leaseUntil },
+      });
+
+      it('applies a commit all or none, each request seeing the ones before', async () => {
+        await ok(store.applyLedger('acct_a', { kind: 'grant', ref: 'g1', amount: 5 }, 1));
+        const both = await ok(
+          store.commitLedger(
+            'acct_a',
+            {
+              requests: [
+                { kind: 'reserve', ref: 'r1', amount: 3, expiresAt: 100 },
+                { kind: 'settle', ref: 's1', reservation: 'r1', amount: 3 },
+              ],
+            },
+            2,
+          ),
+        );
+        expect(both.entries.map((e) => [e.kind, e.ref])).toEqual([
+          ['reserve', 'r1'],
+          ['settle', 's1'],
+        ]);
+        expect(both.balance).toEqual({ available: 2, reserved: 0, used: 3, total: 5 });
+        // The second request is refused: the first is not written either.
+        const refused = await store.commitLedger(
+          'acct_a',
+          {
+            requests: [
+              { kind: 'reserve', ref: 'r2', amount: 2 },
+              { kind: 'reserve', ref: 'r3', amount: 1 },
+            ],
+          },
+          3,
+        );
+        expect(refused).toEqual({
+          ok: false,
+          code: 'insufficient_credits',
+          needed: 1,
+          available: 0,
+        });
+        expect(await store.ledgerEntries('acct_a')).toHaveLength(3);
+        expect(await store.balance('acct_a')).toEqual({
+          available: 2,
+          reserved: 0,
+          used: 3,
+          total: 5,
+        });
+      });
+
+      it('lists holds with their expiry and sweeps the expired ones', async () => {
+        await ok(store.applyLedger('acct_a', { kind: 'grant', ref: 'g1', amount: 10 }, 1));
+        await ok(store.applyLedger('acct_b', { kind: 'grant', ref: 'g1', amount: 10 }, 1));
+        await ok(
+          store.applyLedger('acct_a', { kind: 'reserve', ref: 'r1', amount: 3, expiresAt: 50 }, 2),
+        );
+        await ok(
+          store.applyLedger('acct_a', { kind: 'reserve', ref: 'r2', amount: 2, expiresAt: 20 }, 2),
+        );
+        await ok(store.applyLedger('acct_b', { kind: 'reserve', ref: 'r1', amount: 4 }, 2));
+        await ok(
+          store.applyLedger(
+            'acct_a',
+            { kind: 'settle', ref: 's2', reservation: 'r2', amount: 1 },
+            3,
+          ),
+        );
+        expect(await store.listHolds('acct_a')).toEqual([
+          { ref: 'r2', held: 1, charged: 1, expiresAt: 20 },
+          { ref: 'r1', held: 3, charged: 0, expiresAt: 50 },
+        ]);
+        // Without an expiry a hold lasts an hour.
+        expect(await store.listHolds('acct_b')).toEqual([
+          { ref: 'r1', held: 4, charged: 0, expiresAt: 2 + 3_600_000 },
+        ]);
+        expect(await store.sweep(19)).toBe(0);
+        expect(await store.sweep(20)).toBe(1);
+        expect(await store.listHolds('acct_a')).toEqual([
+          { ref: 'r1', held: 3, charged: 0, expiresAt: 50 },
+        ]);
+        expect(await store.balance('acct_a')).toEqual({
+          available: 6,
+          reserved: 3,
+          used: 1,
+          total: 10,
+        });
+        const release = (await store.ledgerEntries('acct_a')).at(-1);
+        expect(release).toMatchObject({
+          kind: 'release',
+          ref: 'mv:expired:r2',
+          amount: 1,
+          reservation: 'r2',
+          note: 'hold expired',
+          createdAt: 20,
+        });
+        expect(await store.sweep(3_600_002)).toBe(2);
+        expect(await store.listHolds('acct_a')).toEqual([]);
+        expect(await store.listHolds('acct_b')).toEqual([]);
+        expect(await store.sweep(4_000_000)).toBe(0);
+        expect((await store.balance('acct_b')).available).toBe(10);
+      });
+
+      it('claims an idempotency key for one attempt, with its answer, for 24 hours', async () => {
+        await ok(store.applyLedger('acct_a', { kind: 'grant', ref: 'g1', amount: 10 }, 1));
+        await ok(
+          store.commitLedger(
+            'acct_a',
+            {
+              requests: [{ kind: 'reserve', ref: 'r1', amount: 2 }],
+              idempotency: claim('a1', null, 500),
+            },
+            100,
+          ),
+        );
+        expect(await store.idempotencyRecord('acct_a', 'k', 100)).toEqual({
+          key: 'k',
+          fingerprint: 'fp1',
+          attempt: 'a1',
+          answer: null,
+          createdAt: 100,
+          leaseUntil: 500,
+        });
+        expect(await store.idempotencyRecord('acct_b', 'k', 100)).toBeUndefined();
+        // Another attempt is refused while the lease runs, and writes nothing.
+        const taken = await store.commitLedger(
+          'acct_a',
+          {
+            requests: [{ kind: 'reserve', ref: 'r2', amount: 2 }],
+            idempotency: claim('a2', null, 600),
+          },
+          200,
+        );
+        expect(taken).toMatchObject({
+          ok: false,
+          code: 'idempotency_taken',
+          record: { attempt: 'a1' },
+        });
+        expect((await store.balance('acct_a')).reserved).toBe(2);
+        // The holder finishes it with its answer.
+        await ok(
+          store.commitLedger(
+            'acct_a',
+            {
+              requests: [{ kind: 'settle', ref: 's1', reservation: 'r1', amount: 2 }],
+              idempotency: claim('a1', '{"charged":2}', 500),
+            },
+            300,
+          ),
+        );
+        expect(await store.idempotencyRecord('acct_a', 'k', 300)).toMatchObject({
+          attempt: 'a1',
+          answer: '{"charged":2}',
+          createdAt: 100,
+        });
+        // An answered key stays taken past its lease, until its 24 hours are over.
+        expect(
+          await store.commitLedger(
+            'acct_a',
+            { requests: [], idempotency: claim('a3', 'x', 0) },
+            10_000,
+          ),
+        ).toMatchObject({ code: 'idempotency_taken' });
+        const day = 86_400_000;
+        expect(await store.idempotencyRecord('acct_a', 'k', 100 + day - 1)).toBeDefined();
+        expect(await store.idempotencyRecord('acct_a', 'k', 100 + day)).toBeUndefined();
+        await store.sweep(100 + day);
+        await ok(
+          store.commitLedger(
+            'acct_a',
+            { requests: [], idempotency: claim('a3', 'y', 0, 'fp2') },
+            100 + day,
+          ),
+        );
+        expect(await store.idempotencyRecord('acct_a', 'k', 100 + day)).toMatchObject({
+          attempt: 'a3',
+          fingerprint: 'fp2',
+        });
+      });
+
+      it('lets the same request take over a running key whose lease ran out; drops on request', async () => {
+        await ok(
+          store.commitLedger('acct_a', { requests: [], idempotency: claim('a1', null, 50) }, 10),
+        );
+        expect(
+          await store.commitLedger(
+            'acct_a',
+            { requests: [], idempotency: claim('a2', null, 90, 'fp2') },
+            60,
+          ),
+        ).toMatchObject({ code: 'idempotency_taken' });
+        await ok(
+          store.commitLedger('acct_a', { requests: [], idempotency: claim('a2', null, 90) }, 60),
+        );
+        // Only the holder may drop it.
+        await ok(
+          store.commitLedger(
+            'acct_a',
+            { requests: [], idempotency: { op: 'drop', key: 'k', attempt: 'a1' } },
+            70,
+          ),
+        );
+        expect((await store.idempotencyRecord('acct_a', 'k', 70))?.attempt).toBe('a2');
+        await ok(
+          store.commitLedger(
+            'acct_a',
+            { requests: [], idempotency: { op: 'drop', key: 'k', attempt: 'a2' } },
+            70,
+          ),
+        );
+        expect(await store.idempotencyRecord('acct_a', 'k', 70)).toBeUndefined();
+      });
+
+      it('bounds every balance by Number.MAX_SAFE_INTEGER', async () => {
+        const big = 1_000_000_000_000;
+        let total = 0;
+        for (let i = 0; total + big <= Number.MAX_SAFE_INTEGER; i++, total += big) {
+          await ok(store.applyLedger('acct_a', { kind: 'grant', ref: `g${i}`, amount: big }, 1));
+        }
+        expect(
+          await store.applyLedger('acct_a', { kind: 'grant', ref: 'over', amount: big }, 2),
+        ).toEqual({
+          ok: false,
+          code: 'balance_limit',
+          limit: Number.MAX_SAFE_INTEGER - total,
+        });
+        await ok(
+          store.applyLedger(
+            'acct_a',
+            { kind: 'grant', ref: 'last', amount: Number.MAX_SAFE_INTEGER - total },
+            3,
+          ),
+        );
+        expect(
+          await store.applyLedger('acct_a', { kind: 'grant', ref: 'one', amount: 1 }, 4),
+        ).toMatchObject({
+          code: 'balance_limit',
+          limit: 0,
+        });
+        expect((await store.balance('acct_a')).total).toBe(Number.MAX_SAFE_INTEGER);
+      }, 60_000);
+    });
+
     describe('filters', () => {
       it('inserts, refuses duplicates, pages in a stable order, finds and deletes', async () => {
         for (let i = 0; i < 5; i++) {

@@ -49,7 +49,7 @@ describe('sqlite store: ended rate-limit windows', () => {
 
   it('are kept when sweeping is off', async () => {
     vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] });
-    const store = createSqliteStore(':memory:', { rateLimitSweepMs: 0 });
+    const store = createSqliteStore(':memory:', { rateLimitSweepMs: 0, holdSweepMs: 0 });
     expect(vi.getTimerCount()).toBe(0);
     await store.close();
   });

@@ -1,0 +1,327 @@
+// Credits under hostile or unlucky callers (issue 11, defects 1-4 and 10; DESIGN 5.3), on
+// both stores: each case reproduces the defect as reported against the library API.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import { createEngine } from '../../src/engine/engine.js';
+import type { Dns, MxAnswer } from '../../src/ports/dns.js';
+import type { Store } from '../../src/ports/store.js';
+import { VERIFY_DEADLINE_MS, HOLD_MARGIN_MS } from '../../src/service/charging.js';
+import { createService, type Service } from '../../src/service/service.js';
+import { createSqliteStore } from '../../src/sqlite.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { StoreError } from '../../src/store/store-error.js';
+import { refusal } from './helpers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'mailverdict-charging-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+const STORES: readonly (readonly [string, () => Store])[] = [
+  ['memory', () => createMemoryStore()],
+  ['sqlite', () => createSqliteStore(join(dir, `charging-${files++}.db`))],
+];
+
+/** A Dns whose answers wait until the test lets them through: a verify in flight. */
+function gatedDns(): Dns & { open(): void } {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  return {
+    open,
+    async mx(domain, signal) {
+      await Promise.race([
+        gate,
+        new Promise((_, reject) =>
+          signal?.addEventListener('abort', () => reject(signal.reason as Error)),
+        ),
+      ]);
+      return { kind: 'records', hosts: [{ exchange: `mx.${domain}`, priority: 10 }] } as MxAnswer;
+    },
+  };
+}
+
+function fakeClock(start = 1_800_000_000_000) {
+  let now = start;
+  return { now: () => now, advance: (ms: number) => (now += ms) };
+}
+
+async function withAccount(
+  service: Service,
+  credits: number,
+): Promise<{ accountId: string; used: () => Promise<number> }> {
+  const { id } = await service.admin.createAccount({ email: 'ops@example.org', credits });
+  return {
+    accountId: id,
+    used: async () => (await service.admin.getAccount(id)).credits.used,
+  };
+}
+
+describe.each(STORES)('charging on the %s store', (_name, makeStore) => {
+  describe('idempotency keys (defects 1 and 2)', () => {
+    it('binds a key to its request: another address or method is 409, never a free verdict', async () => {
+      const service = createService({
+        engine: createEngine({ offline: true }),
+        store: makeStore(),
+      });
+      const { accountId, used } = await withAccount(service, 2);
+      const first = await service.verify({ accountId }, 'a@example.org', { requestId: 'k' });
+      expect(first.charged).toBe(2);
+      for (let i = 0; i < 3; i++) {
+        const conflict = await refusal(
+          service.verify({ accountId }, 'other@example.org', { requestId: 'k' }),
+        );
+        expect([conflict.code, conflict.status]).toEqual(['idempotency_conflict', 409]);
+        const method = await refusal(
+          service.verify({ accountId }, 'a@example.org', { requestId: 'k', method: 'quick' }),
+        );
+        expect(method.code).toBe('idempotency_conflict');
+      }
+      // The same request, even written differently, is answered the first answer.
+      const again = await service.verify({ accountId }, 'a@EXAMPLE.org', { requestId: 'k' });
+      expect(again).toEqual(JSON.parse(JSON.stringify(first)));
+      expect(await used()).toBe(2);
+      // With no credits left, a new key is refused: nothing was given away.
+      expect(
+        (await refusal(service.verify({ accountId }, 'a@example.org', { requestId: 'k2' }))).code,
+      ).toBe('insufficient_credits');
+      await service.store.close();
+    });
+
+    it('scopes keys to the account', async () => {
+      const service = createService({
+        engine: createEngine({ offline: true }),
+        store: makeStore(),
+      });
+      const a = await withAccount(service, 5);
+      const { id: b } = await service.admin.createAccount({ email: 'b@example.org', credits: 5 });
+      await service.verify({ accountId: a.accountId }, 'x@example.org', { requestId: 'k' });
+      expect(
+        (await service.verify({ accountId: b }, 'y@example.org', { requestId: 'k' })).charged,
+      ).toBe(2);
+      await service.store.close();
+    });
+
+    it('answers 409 request_in_progress while the first copy runs, and charges once', async () => {
+      const dns = gatedDns();
+      const service = createService({ engine: createEngine({ dns }), store: makeStore() });
+      const { accountId, used } = await withAccount(service, 40);
+      const first = service.verify({ accountId }, 'a@example.org', { requestId: 'k' });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const copies = await Promise.all(
+        Array.from({ length: 5 }, () =>
+          refusal(service.verify({ accountId }, 'a@example.org', { requestId: 'k' })),
+        ),
+      );
+      expect(copies.map((e) => e.code)).toEqual(Array(5).fill('request_in_progress'));
+      dns.open();
+      expect((await first).charged).toBe(2);
+      expect(await used()).toBe(2);
+      expect(
+        (await service.verify({ accountId }, 'a@example.org', { requestId: 'k' })).charged,
+      ).toBe(2);
+      expect(await used()).toBe(2);
+      expect((await service.admin.getAccount(accountId)).credits.reserved).toBe(0);
+      await service.store.close();
+    });
+
+    it('charges once for many concurrent copies of a synchronous verify', async () => {
+      const service = createService({
+        engine: createEngine({ offline: true }),
+        store: makeStore(),
+      });
+      const { accountId, used } = await withAccount(service, 40);
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          service.verify({ accountId }, 'a@example.org', { requestId: 'k', method: 'quick' }),
+        ),
+      );
+      expect(await used()).toBe(1);
+      for (const result of results) expect(result.charged).toBe(1);
+      await service.store.close();
+    });
+
+    it('frees the key of a request that failed before charging', async () => {
+      const service = createService({
+        engine: createEngine({ offline: true }),
+        store: makeStore(),
+      });
+      const { accountId } = await withAccount(service, 1);
+      expect(
+        (await refusal(service.verify({ accountId }, 'a@example.org', { requestId: 'k' }))).code,
+      ).toBe('insufficient_credits');
+      await service.admin.grantCredits(accountId, 5);
+      expect(
+        (await service.verify({ accountId }, 'a@example.org', { requestId: 'k' })).charged,
+      ).toBe(2);
+      await service.store.close();
+    });
+
+    it('never swallows a ledger failure: charged is what the ledger recorded', async () => {
+      const inner = makeStore();
+      let failSettle = false;
+      const store: Store = {
+        ...inner,
+        async commitLedger(accountId, commit, at) {
+          if (failSettle && commit.requests.some((r) => r.kind === 'settle')) {
+            throw new StoreError('busy', 'The database is locked by another connection.');
+          }
+          return inner.commitLedger(accountId, commit, at);
+        },
+      };
+      const dns = createMemoryDns({ 'example.org': ['mx.example.org'] });
+      const service = createService({ engine: createEngine({ dns }), store });
+      const { accountId, used } = await withAccount(service, 10);
+      failSettle = true;
+      const error = await refusal(service.verify({ accountId }, 'a@example.org'));
+      expect(error.code).toBe('internal_error');
+      expect(await used()).toBe(0);
+      failSettle = false;
+      expect((await service.verify({ accountId }, 'a@example.org')).charged).toBe(2);
+      expect(await used()).toBe(2);
+      await inner.close();
+    });
+  });
+
+  describe("the service's references (defect 3)", () => {
+    it('keeps caller ids out of its namespace: no collision, no hold left behind', async () => {
+      const dns = createMemoryDns({ 'example.org': ['mx.example.org'] });
+      const service = createService({ engine: createEngine({ dns }), store: makeStore() });
+      const { accountId, used } = await withAccount(service, 10);
+      expect(
+        (await service.verify({ accountId }, 'a@example.org', { requestId: 'job:settle' })).charged,
+      ).toBe(2);
+      expect(
+        (await service.verify({ accountId }, 'b@example.org', { requestId: 'job' })).charged,
+      ).toBe(2);
+      expect(await used()).toBe(4);
+      expect(await service.admin.holds(accountId)).toEqual([]);
+      expect((await service.admin.getAccount(accountId)).credits.reserved).toBe(0);
+
+      const ledger = await service.admin.ledger(accountId);
+      for (const entry of ledger) expect(entry.ref.startsWith('mv:')).toBe(true);
+      // A caller may not file references of the service's namespace.
+      const own = ledger[1]!.ref;
+      for (const attempt of [
+        service.admin.applyLedger(accountId, { kind: 'grant', ref: own, amount: 1 }),
+        service.admin.grantCredits(accountId, 1, { ref: 'mv:grant:x' }),
+        service.admin.refund(accountId, { reservation: own, ref: 'mv:x' }),
+      ]) {
+        expect((await refusal(attempt)).context).toEqual({ field: 'ref' });
+      }
+      expect((await service.admin.ledger(accountId)).length).toBe(ledger.length);
+      await service.store.close();
+    });
+  });
+
+  describe('expiring holds (defect 4)', () => {
+    it('lists a hold with its expiry; the sweep releases it once expired', async () => {
+      const clock = fakeClock();
+      const dns = gatedDns();
+      const store = makeStore();
+      const service = createService({ engine: createEngine({ dns }), store, clock });
+      const { accountId } = await withAccount(service, 10);
+      const { secret } = await service.admin.createKey(accountId);
+      const caller = await service.authenticate({
+        authorization: `Bearer ${secret}`,
+        endpoint: 'account',
+      });
+      const controller = new AbortController();
+      // A verify that never comes back, as when its process is killed.
+      const lost = service.verify({ accountId }, 'a@example.org', { signal: controller.signal });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+
+      const holds = await service.admin.holds(accountId);
+      expect(holds).toHaveLength(1);
+      expect(holds[0]).toMatchObject({
+        held: 2,
+        charged: 0,
+        expiresAt: clock.now() + VERIFY_DEADLINE_MS.standard + HOLD_MARGIN_MS,
+      });
+      const { credits } = await service.account(caller);
+      expect(credits).toEqual({ available: 8, reserved: 2, used: 0, total: 10 });
+      expect(credits.available + credits.reserved + credits.used).toBe(credits.total);
+
+      expect(await service.admin.sweepHolds()).toBe(0); // not expired yet
+      clock.advance(VERIFY_DEADLINE_MS.standard + HOLD_MARGIN_MS);
+      expect(await service.admin.sweepHolds()).toBe(1);
+      expect(await service.admin.holds(accountId)).toEqual([]);
+      expect((await service.account(caller)).credits).toEqual({
+        available: 10,
+        reserved: 0,
+        used: 0,
+        total: 10,
+      });
+      const release = (await service.admin.ledger(accountId)).at(-1);
+      expect(release).toMatchObject({ kind: 'release', amount: 2, note: 'hold expired' });
+      expect(release?.ref.startsWith('mv:expired:')).toBe(true);
+
+      // The lost verify, should it come back after all, charges nothing it no longer holds.
+      controller.abort(new Error('gone'));
+      await expect(lost).rejects.toThrow('gone');
+      expect((await service.admin.getAccount(accountId)).credits.available).toBe(10);
+      await store.close();
+    });
+  });
+
+  describe('bounded balances (defect 10)', () => {
+    it('refuses any grant that would take the total past Number.MAX_SAFE_INTEGER', async () => {
+      const service = createService({
+        engine: createEngine({ offline: true }),
+        store: makeStore(),
+      });
+      const { accountId } = await withAccount(service, 1_000_000_000_000);
+      const top = Number.MAX_SAFE_INTEGER;
+      // Straight to the edge: grants of the largest amount until one no longer fits.
+      let total = 1_000_000_000_000;
+      while (total + 1_000_000_000_000 <= top) {
+        await service.admin.grantCredits(accountId, 1_000_000_000_000);
+        total += 1_000_000_000_000;
+      }
+      const over = await refusal(service.admin.grantCredits(accountId, 1_000_000_000_000));
+      expect([over.code, over.context.field]).toEqual(['invalid_request', 'amount']);
+      await service.admin.grantCredits(accountId, top - total);
+      expect((await refusal(service.admin.grantCredits(accountId, 1))).code).toBe(
+        'invalid_request',
+      );
+      const { credits } = await service.admin.getAccount(accountId);
+      expect(credits).toEqual({ available: top, reserved: 0, used: 0, total: top });
+      // Spending still adds up exactly at the edge.
+      expect((await service.verify({ accountId }, 'a@example.org')).charged).toBe(2);
+      expect((await service.admin.getAccount(accountId)).credits.available).toBe(top - 2);
+      await service.store.close();
+    }, 60_000);
+  });
+});
+
+describe('the SQLite store at open', () => {
+  it('releases holds that expired while no process had the file open', async () => {
+    const path = join(dir, `open-sweep-${files++}.db`);
+    const first = createSqliteStore(path, { holdSweepMs: 0 });
+    const service = createService({ engine: createEngine({ offline: true }), store: first });
+    const { accountId } = await withAccount(service, 10);
+    await service.admin.applyLedger(accountId, {
+      kind: 'reserve',
+      ref: 'batch-1',
+      amount: 7,
+      expiresAt: Date.now() - 1,
+    });
+    await service.admin.applyLedger(accountId, {
+      kind: 'reserve',
+      ref: 'batch-2',
+      amount: 2,
+      expiresAt: Date.now() + 3_600_000,
+    });
+    await first.close();
+    const reopened = createSqliteStore(path, { holdSweepMs: 0 });
+    expect((await reopened.listHolds(accountId)).map((hold) => hold.ref)).toEqual(['batch-2']);
+    expect(await reopened.balance(accountId)).toEqual({
+      available: 8,
+      reserved: 2,
+      used: 0,
+      total: 10,
+    });
+    await reopened.close();
+  });
+});
