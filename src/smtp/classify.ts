@@ -136,18 +136,24 @@ const ourSender = either(has(1, 7), has(1, 8));
 const RCPT_TRANSIENT: readonly Rule[] = [
   // RFC 5321 4.5.3.1.10 / RFC 3463 X.5.3: not an answer; ask again in a new transaction.
   [either(has(5, 3), text(TOO_MANY_RECIPIENTS)), 'too_many_recipients'],
-  // postgrey "Greylisted, see ...", "Delayed by postgrey", Exim greylist ACLs.
+  // postgrey "450 4.2.0 ... Greylisted, see ...", "Delayed by postgrey", Exim greylist ACLs.
   [text(GREYLISTING), 'greylisted'],
-  // Postfix 450 4.1.8 "Sender address rejected: Domain not found" (delayed to RCPT).
-  [either(ourSender, text(ABOUT_SENDER)), 'sender_refused'],
-  // Gmail 452 4.2.2 "out of storage space", Yahoo and iCloud 552 quota texts.
-  [either(has(2, 2), text(FULL)), 'mailbox_full'],
-  // X.7.x is policy; bare "4.7.1 Try again later" is rspamd's and Gmail's greylisting.
+  // The enhanced code decides before the text (DESIGN 3.2). Postfix 450 4.1.8 "Sender address
+  // rejected: Domain not found", delayed to RCPT, is about our sender.
+  [ourSender, 'sender_refused'],
+  // Gmail 452 4.2.2 "The recipient's inbox is out of storage space".
+  [has(2, 2), 'mailbox_full'],
+  // X.7.x is policy; a bare "4.7.1 Try again later" is rspamd's and Gmail's greylisting.
   [both(has(7), text(TRY_LATER), not(either(text(ABOUT_US), text(SERVER_TROUBLE)))), 'greylisted'],
+  // Outlook.com "450 4.7.3 Organization queue quota exceeded" is policy, not a full mailbox.
   [has(7), 'blocked'],
-  // Any other enhanced code decides: 4.1.2 domain not found this time, 4.3.x system, 4.4.x.
+  // Any other enhanced code: 4.1.2 domain not found this time, 4.2.1 rate, 4.3.x, 4.4.x.
   [meaningful, 'temporary'],
-  // Outlook.com, Web.de "Reject due to policy violations", Zoho "restricted by policy".
+  // Without a decisive code, the text: Yahoo 451 "unresolvable RFC.5321 from domain".
+  [text(ABOUT_SENDER), 'sender_refused'],
+  // MDaemon "552 ... exceeded storage allocation", Juno "Mail quota exceeded".
+  [text(FULL), 'mailbox_full'],
+  // Web.de "450 Reject due to policy violations", Zoho "restricted by policy", Barracuda.
   [text(ABOUT_US), 'blocked'],
   // hMailServer "451 Please try again later.": DESIGN 3.3, 450/451 greylisting texts.
   [both(isCode(450, 451), text(TRY_LATER), not(text(SERVER_TROUBLE))), 'greylisted'],
@@ -191,11 +197,13 @@ const RCPT_PERMANENT: readonly Rule[] = [
 const SESSION_TRANSIENT: readonly Rule[] = [
   // The same reading as RCPT_TRANSIENT, less what only a recipient can be (quota, too many).
   [text(GREYLISTING), 'greylisted'],
-  // Postfix 450 4.1.8 "Sender address rejected: Domain not found", Yahoo 451 "from domain".
-  [either(ourSender, text(ABOUT_SENDER)), 'sender_refused'],
+  // Postfix 450 4.1.8 "Sender address rejected: Domain not found".
+  [ourSender, 'sender_refused'],
   [both(has(7), text(TRY_LATER), not(either(text(ABOUT_US), text(SERVER_TROUBLE)))), 'greylisted'],
   [has(7), 'blocked'],
   [meaningful, 'temporary'],
+  // Yahoo 451 "Message temporarily deferred due to unresolvable RFC.5321 from domain".
+  [text(ABOUT_SENDER), 'sender_refused'],
   [text(ABOUT_US), 'blocked'],
   [both(isCode(450, 451), text(TRY_LATER), not(text(SERVER_TROUBLE))), 'greylisted'],
   [always, 'temporary'],
