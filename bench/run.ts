@@ -10,7 +10,7 @@ import emailValidator from 'email-validator';
 import validator from 'validator';
 import { createEngine, parseAddress } from '../src/index.js';
 import { generateCorpus } from './corpus.js';
-import { printServiceTable, serviceBench } from './service.js';
+import { ipFilterBench, printIpFilterTable, printServiceTable, serviceBench } from './service.js';
 import { printSmtpTable, smtpBench } from './smtp.js';
 import { printVerifyManyTable, verifyManyBench } from './verify-many.js';
 
@@ -147,6 +147,8 @@ printVerifyManyTable(await verifyManyBench());
 
 // The service core around the engine, on memory and SQLite.
 printServiceTable(await serviceBench(corpus));
+// Filter matching does not grow with the number of IP filters (DESIGN 5.4).
+printIpFilterTable(await ipFilterBench());
 
 // SMTP: session reuse against one connection per address, on loopback smtp-server.
 printSmtpTable(await smtpBench());
