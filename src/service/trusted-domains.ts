@@ -50,9 +50,14 @@ function hostOf(url: string | null | undefined): string | undefined {
   }
 }
 
-/** Whether `host` is trusted by one of the canonical patterns. */
+/**
+ * Whether `host` is trusted by one of the canonical patterns. A pattern naming a public suffix
+ * trusts nothing, even if stored before such patterns were refused (DESIGN 5.1).
+ */
 export function hostTrusted(host: string, patterns: readonly string[]): boolean {
-  return patterns.some((pattern) =>
-    pattern.startsWith('*.') ? host.endsWith(pattern.slice(1)) : host === pattern,
-  );
+  return patterns.some((pattern) => {
+    const wildcard = pattern.startsWith('*.');
+    const matches = wildcard ? host.endsWith(pattern.slice(1)) : host === pattern;
+    return matches && !isPublicSuffix(wildcard ? pattern.slice(2) : pattern);
+  });
 }

@@ -27,6 +27,12 @@ describe('trusted domains of public keys', () => {
     expect(canonicalTrustedDomain('*.пример.рф')).toBe('*.xn--e1afmkfd.xn--p1ai');
   });
 
+  it('trusts nothing under a public-suffix pattern stored before they were refused', () => {
+    expect(hostTrusted('evil.com', ['*.com'])).toBe(false);
+    expect(hostTrusted('anyone.github.io', ['*.github.io'])).toBe(false);
+    expect(hostTrusted('shop.example.com', ['*.com', '*.example.com'])).toBe(true);
+  });
+
   it('reads the page host from Origin, else Referer, http(s) only', () => {
     expect(requestHost('https://Shop.Example.com:8443', undefined)).toBe('shop.example.com');
     expect(requestHost(null, 'https://a.example.com./path')).toBe('a.example.com');
