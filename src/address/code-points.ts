@@ -1,5 +1,5 @@
 /**
- * One byte of Unicode properties per code point, from tables compiled at build time
+ * 16 bits of Unicode properties per code point, from tables compiled at build time
  * (scripts/compile-data.mjs, Unicode 15.0 via @unicode/unicode-15.0.0): never from the
  * runtime's ICU, whose Unicode version differs between Node 20, 22 and 24 and would give one
  * address two verdicts.
@@ -30,6 +30,33 @@ export const HEBREW = 32;
 export const JAPANESE = 48;
 /** Bidi_Class R, AL or AN: a domain with one is a Bidi domain name (RFC 5893 1.4). */
 export const RTL = 128;
+/** Bidi_Class (RFC 5893), in bits 8-11: `(properties & BIDI) >> BIDI_SHIFT`. */
+export const BIDI = 0xf00;
+export const BIDI_SHIFT = 8;
+/** A class no label may hold: B, S, WS, embeddings, overrides and isolates. */
+export const BIDI_OTHER = 0;
+export const BIDI_L = 1;
+export const BIDI_R = 2;
+export const BIDI_AL = 3;
+export const BIDI_AN = 4;
+export const BIDI_EN = 5;
+export const BIDI_ES = 6;
+export const BIDI_CS = 7;
+export const BIDI_ET = 8;
+export const BIDI_ON = 9;
+export const BIDI_BN = 10;
+export const BIDI_NSM = 11;
+/** Joining_Type (RFC 5892 A.1), in bits 12-14: `(properties & JOINING) >> JOINING_SHIFT`. */
+export const JOINING = 0x7000;
+export const JOINING_SHIFT = 12;
+export const JOINING_U = 0;
+export const JOINING_D = 1;
+export const JOINING_L = 2;
+export const JOINING_R = 3;
+export const JOINING_T = 4;
+export const JOINING_C = 5;
+/** Canonical_Combining_Class=Virama (RFC 5892 A.1, A.2). */
+export const VIRAMA = 0x8000;
 
 function decodeBase36List(text: string, cumulative: boolean): Uint32Array {
   const parts = text.split(',');
@@ -45,8 +72,8 @@ function decodeBase36List(text: string, cumulative: boolean): Uint32Array {
 
 // About 3,300 runs: decoding them costs well under a millisecond at import.
 const RUN_STARTS = decodeBase36List(IDNA_RUN_STARTS, true);
-const RUN_VALUES = Uint8Array.from(decodeBase36List(IDNA_RUN_VALUES, false));
-const ASCII_PROPERTIES = new Uint8Array(128);
+const RUN_VALUES = Uint16Array.from(decodeBase36List(IDNA_RUN_VALUES, false));
+const ASCII_PROPERTIES = new Uint16Array(128);
 for (let code = 0; code < 128; code++) ASCII_PROPERTIES[code] = lookup(code);
 
 function lookup(codePoint: number): number {
@@ -61,7 +88,7 @@ function lookup(codePoint: number): number {
   return RUN_VALUES[low] as number;
 }
 
-/** The property byte of one code point (see the bit constants above). */
+/** The property bits of one code point (see the constants above). */
 export function codePointProperties(codePoint: number): number {
   return codePoint < 0x80 ? (ASCII_PROPERTIES[codePoint] as number) : lookup(codePoint);
 }

@@ -7,16 +7,29 @@
  * - RFC 5891 5.4 / UTS-46 CheckHyphens: no hyphen at either end, no `--` in positions 3-4.
  * - RFC 5892: every code point PVALID by the derived property (compiled tables, see
  *   code-points.ts), CONTEXTO code points only in their context (Appendix A.3-A.9).
- * - UTS-46 CheckJoiners (CONTEXTJ, RFC 5892 A.1/A.2) and CheckBidi (RFC 5893, all six rules):
- *   tr46's validation of the finished A-label form, whose labels are at most 63 octets, so its
- *   regular expressions run on bounded input; only for a Bidi domain or a label with a joiner,
- *   since tr46's other checks repeat ours.
+ * - UTS-46 CheckJoiners (CONTEXTJ, RFC 5892 A.1/A.2) and CheckBidi (RFC 5893, all six rules),
+ *   from compiled Joining_Type, virama and Bidi_Class tables.
+ *
+ * tr46 is the oracle: its table is compiled in, and the tests hold every verdict to it.
  *
  * Linear in the domain: one pass of table lookups, label lengths bounded before punycode.
  */
 import punycode from 'punycode/punycode.js';
-import tr46 from 'tr46';
 import {
+  BIDI,
+  BIDI_AL,
+  BIDI_AN,
+  BIDI_BN,
+  BIDI_CS,
+  BIDI_EN,
+  BIDI_ES,
+  BIDI_ET,
+  BIDI_L,
+  BIDI_NSM,
+  BIDI_ON,
+  BIDI_OTHER,
+  BIDI_R,
+  BIDI_SHIFT,
   codePointProperties,
   CONTEXTJ,
   CONTEXTO,
@@ -25,12 +38,20 @@ import {
   GREEK,
   HEBREW,
   JAPANESE,
+  JOINING,
+  JOINING_D,
+  JOINING_L,
+  JOINING_R,
+  JOINING_SHIFT,
+  JOINING_T,
+  JOINING_U,
   MARK,
   PVALID,
   RTL,
   SCRIPT,
   UNSAFE,
   uts46Mapping,
+  VIRAMA,
 } from './code-points.js';
 import { describeCharacter, partFailure as fail, type PartFailure } from './errors.js';
 import { MAX_DOMAIN_OCTETS, MAX_LABEL_OCTETS } from './limits.js';
@@ -45,15 +66,6 @@ export interface IdnaDomain {
   /** A label mixes scripts the way homograph attacks do. */
   readonly confusable: boolean;
 }
-
-// UTS-46 4.2 with every check on: what the A-label form must pass unchanged.
-const UTS46_CHECKS = {
-  checkHyphens: true,
-  checkBidi: true,
-  checkJoiners: true,
-  useSTD3ASCIIRules: true,
-  transitionalProcessing: false,
-} as const;
 
 // U+3002 IDEOGRAPHIC FULL STOP, U+FF0E FULLWIDTH FULL STOP, U+FF61 HALFWIDTH IDEOGRAPHIC FULL
 // STOP: UTS-46 maps each to '.', so a user typing in a CJK input method still gets a dot.
@@ -113,13 +125,9 @@ export function toIdnaDomain(raw: string): IdnaDomain | PartFailure {
     if (!confusable && isMixedScript(ulabel)) confusable = true;
   }
   const ascii = asciiLabels.join('.');
-  const unicode = unicodeLabels.join('.');
-  // Every other rule tr46 would check, checkULabel and the ASCII scan already have: its
-  // CheckBidi and CheckJoiners matter only to a Bidi domain or a label with a joiner.
-  if (needsBidiOrJoiners(unicode) && tr46.toASCII(ascii, UTS46_CHECKS) !== ascii) {
-    return uts46Failure(ascii);
-  }
-  return { ok: true, ascii, unicode, confusable };
+  const bidi = bidiProblem(unicodeLabels);
+  if (bidi !== undefined) return bidi;
+  return { ok: true, ascii, unicode: unicodeLabels.join('.'), confusable };
 }
 
 /**
@@ -144,15 +152,6 @@ function mapLabel(label: string): string | PartFailure {
     if (mapped.length > MAX_MAPPED_LABEL_UNITS) return labelTooLong(mapped.length);
   }
   return isAscii(mapped) ? mapped : mapped.normalize('NFC');
-}
-
-function needsBidiOrJoiners(unicode: string): boolean {
-  for (let i = 0; i < unicode.length; i++) {
-    if (unicode.charCodeAt(i) < 0x80) continue;
-    const properties = codePointProperties(unicode.codePointAt(i) as number);
-    if ((properties & RTL) !== 0 || (properties & DERIVED) === CONTEXTJ) return true;
-  }
-  return false;
 }
 
 /** Refuses, as written, what the mapping would hide (soft hyphen) or turn into a dot. */
@@ -245,7 +244,14 @@ export function checkULabel(label: string, fromALabel: boolean): PartFailure | u
   for (let index = 0; index < count; index++) {
     const codePoint = codePoints[index] as number;
     const derived = codePointProperties(codePoint) & DERIVED;
-    if (derived === PVALID || derived === CONTEXTJ) continue; // CONTEXTJ: tr46's CheckJoiners
+    if (derived === PVALID) continue;
+    if (derived === CONTEXTJ) {
+      if (contextjAllows(codePoints, index)) continue;
+      return fail(
+        'invalid_idn',
+        `The label '${label}' has a zero-width ${codePoint === 0x200c ? 'non-joiner' : 'joiner'} where IDNA 2008 does not allow one (RFC 5892 Appendix A.1/A.2).`,
+      );
+    }
     if (derived === CONTEXTO) {
       if (contextoAllows(codePoints, index)) continue;
       return fail(
@@ -262,6 +268,33 @@ export function checkULabel(label: string, fromALabel: boolean): PartFailure | u
     return badCharacter(codePoint);
   }
   return undefined;
+}
+
+/** RFC 5892 Appendix A.1 (ZWNJ) and A.2 (ZWJ) for the joiner at `index`. */
+function contextjAllows(codePoints: readonly number[], index: number): boolean {
+  const before = codePoints[index - 1];
+  if (before === undefined) return false;
+  // After a virama (Canonical_Combining_Class 9), either joiner is allowed.
+  if ((codePointProperties(before) & VIRAMA) !== 0) return true;
+  if (codePoints[index] !== 0x200c) return false;
+  // ZWNJ: (Joining_Type:{L,D})(Joining_Type:T)* ZWNJ (Joining_Type:T)*(Joining_Type:{R,D}).
+  // Each scan stops at the first character that is not transparent, so every character is
+  // passed over at most twice: linear.
+  let left = index - 1;
+  while (left >= 0 && joiningType(codePoints[left] as number) === JOINING_T) left--;
+  const leftType = left >= 0 ? joiningType(codePoints[left] as number) : JOINING_U;
+  if (leftType !== JOINING_L && leftType !== JOINING_D) return false;
+  let right = index + 1;
+  while (right < codePoints.length && joiningType(codePoints[right] as number) === JOINING_T) {
+    right++;
+  }
+  const rightType =
+    right < codePoints.length ? joiningType(codePoints[right] as number) : JOINING_U;
+  return rightType === JOINING_R || rightType === JOINING_D;
+}
+
+function joiningType(codePoint: number): number {
+  return (codePointProperties(codePoint) & JOINING) >> JOINING_SHIFT;
 }
 
 /** RFC 5892 Appendix A.3-A.9 for the CONTEXTO code point at `index`. */
@@ -296,28 +329,81 @@ export function isIdna2008Label(label: string): boolean {
   return checkULabel(label, false) === undefined;
 }
 
-/** Names the UTS-46 check that the A-label form failed. */
-function uts46Failure(ascii: string): PartFailure {
-  if (tr46.toASCII(ascii, { ...UTS46_CHECKS, checkBidi: false }) === ascii) {
-    return fail(
-      'invalid_idn',
-      'The domain breaks the Bidi rule for right-to-left labels (RFC 5893): for example a right-to-left label may not start with a digit or mix in left-to-right letters.',
-    );
+const bit = (bidiClass: number) => 1 << bidiClass;
+// RFC 5893 2, rule 2: what a right-to-left label may hold; rule 5: a left-to-right one.
+const RTL_LABEL_CLASSES = [BIDI_R, BIDI_AL, BIDI_AN, BIDI_EN, BIDI_ES, BIDI_CS, BIDI_ET]
+  .concat([BIDI_ON, BIDI_BN, BIDI_NSM])
+  .reduce((mask, c) => mask | bit(c), 0);
+const LTR_LABEL_CLASSES = [BIDI_L, BIDI_EN, BIDI_ES, BIDI_CS, BIDI_ET, BIDI_ON, BIDI_BN]
+  .concat([BIDI_NSM])
+  .reduce((mask, c) => mask | bit(c), 0);
+// Rules 3 and 6: the classes that may end a label, before any nonspacing marks.
+const RTL_LABEL_ENDS = bit(BIDI_R) | bit(BIDI_AL) | bit(BIDI_EN) | bit(BIDI_AN);
+const LTR_LABEL_ENDS = bit(BIDI_L) | bit(BIDI_EN);
+
+const BIDI_RULES: Readonly<Record<number, string>> = {
+  1: 'a label must start with a letter, and a right-to-left label cannot start with a digit',
+  2: 'a right-to-left label cannot hold left-to-right letters',
+  3: 'a right-to-left label must end with a right-to-left letter or a digit',
+  4: 'a right-to-left label cannot mix European and Arabic-Indic digits',
+  5: 'a left-to-right label cannot hold right-to-left characters',
+  6: 'a left-to-right label must end with a letter or a digit',
+};
+
+/**
+ * RFC 5893 section 2 (UTS-46 CheckBidi): in a Bidi domain name, one with a label holding an
+ * R, AL or AN character (RFC 5893 1.4), every label must satisfy all six rules.
+ */
+function bidiProblem(labels: readonly string[]): PartFailure | undefined {
+  if (!labels.some(hasRightToLeft)) return undefined;
+  for (const label of labels) {
+    const rule = brokenBidiRule(label);
+    if (rule !== 0) {
+      return fail(
+        'invalid_idn',
+        `The label '${label}' breaks the Bidi rule (RFC 5893 2, rule ${rule}): ${BIDI_RULES[rule]}.`,
+      );
+    }
   }
-  if (tr46.toASCII(ascii, { ...UTS46_CHECKS, checkJoiners: false }) === ascii) {
-    return fail(
-      'invalid_idn',
-      'The domain has a zero-width joiner or non-joiner where IDNA 2008 does not allow one (RFC 5892 Appendix A.1/A.2).',
-    );
-  }
-  return notIdn();
+  return undefined;
 }
 
-function notIdn(): PartFailure {
-  return fail(
-    'invalid_idn',
-    'The part after the @-sign is not a valid internationalized domain name.',
-  );
+function hasRightToLeft(label: string): boolean {
+  for (let i = 0; i < label.length; i++) {
+    if (label.charCodeAt(i) < 0x80) continue;
+    if ((codePointProperties(label.codePointAt(i) as number) & RTL) !== 0) return true;
+  }
+  return false;
+}
+
+/** The first of RFC 5893's six rules that the label breaks, or 0. */
+function brokenBidiRule(label: string): number {
+  if (label.length === 0) return 0; // an empty label is the ASCII scan's to report
+  let rightToLeft = false;
+  let european = false;
+  let arabic = false;
+  let last = BIDI_OTHER; // the class of the last character that is not NSM
+  for (let i = 0; i < label.length; i++) {
+    const codePoint = label.codePointAt(i) as number;
+    const bidiClass = (codePointProperties(codePoint) & BIDI) >> BIDI_SHIFT;
+    if (i === 0) {
+      if (bidiClass === BIDI_R || bidiClass === BIDI_AL) rightToLeft = true;
+      else if (bidiClass !== BIDI_L) return 1;
+    }
+    if (codePoint > 0xffff) i++;
+    const allowed = rightToLeft ? RTL_LABEL_CLASSES : LTR_LABEL_CLASSES;
+    if ((allowed & bit(bidiClass)) === 0) return rightToLeft ? 2 : 5;
+    if (bidiClass === BIDI_EN) european = true;
+    else if (bidiClass === BIDI_AN) arabic = true;
+    if (bidiClass !== BIDI_NSM) last = bidiClass;
+  }
+  if (rightToLeft) {
+    if ((RTL_LABEL_ENDS & bit(last)) === 0) return 3;
+    if (european && arabic) return 4;
+  } else if ((LTR_LABEL_ENDS & bit(last)) === 0) {
+    return 6;
+  }
+  return 0;
 }
 
 function badCharacter(codePoint: number): PartFailure {

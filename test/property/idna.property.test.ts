@@ -94,6 +94,35 @@ describe('IDNA properties', () => {
     );
   });
 
+  it('gives tr46 verdicts on Bidi and joiners (characters both hold PVALID)', () => {
+    // L, R, AL, AN, EN, ES, ON, NSM, a virama, transparent and joining letters, ZWNJ, ZWJ:
+    // no CONTEXTO rule can fail with one set of Arabic-Indic digits, and none of these is
+    // valid in UTS-46 yet disallowed by IDNA 2008 but U+02B9, a modifier letter (PVALID).
+    const bidiUnits = [...'abü1-', ...'אב\u05b4', ...'بم\u064b\u0660', '\u0301', '\u02b9'].concat([
+      'क',
+      '\u094d',
+      '\u200c',
+      '\u200d',
+    ]);
+    const bidiLabel = fc
+      .array(fc.constantFrom(...bidiUnits), { minLength: 1, maxLength: 6 })
+      .map((units) => units.join(''));
+    const strict = {
+      checkHyphens: true,
+      checkBidi: true,
+      checkJoiners: true,
+      useSTD3ASCIIRules: true,
+    };
+    fc.assert(
+      fc.property(fc.array(bidiLabel, { minLength: 1, maxLength: 3 }), (labels) => {
+        const host = [...labels, 'com'].join('.');
+        const ours = parseAddress(`user@${host}`).ok;
+        expect({ host, ok: ours }).toEqual({ host, ok: tr46.toASCII(host, strict) !== null });
+      }),
+      fcParams({ numRuns: 5000 }),
+    );
+  });
+
   it('an accepted domain re-parses from its Unicode form to the same A-labels', () => {
     fc.assert(
       fc.property(domain, (host) => {

@@ -1,4 +1,5 @@
-// tr46 (jsdom's UTS-46, CommonJS) ships no type declarations: the two calls the parser uses.
+// tr46 (jsdom's UTS-46, CommonJS) ships no type declarations: the calls the tests make of it, as
+// the oracle that the parser's IDNA verdicts are held to.
 declare module 'tr46' {
   interface Tr46Options {
     checkHyphens?: boolean;
