@@ -7,6 +7,6 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     process.stderr.write(`mailverdict: ${(error as Error).message}\n`);
-    process.exitCode = 1;
+    process.exitCode = 4;
   },
 );

@@ -1,117 +1,105 @@
-import { parseArgs } from 'node:util';
-import { createEngine } from '../engine/engine.js';
-import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
-import type { Verdict } from '../engine/verdict.js';
-import { toDetailed } from '../format/shapes.js';
-import { optional } from '../optional.js';
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
+import { METHOD_NAMES } from '../engine/methods.js';
+import { batchCommand, type BatchFlags } from './commands/batch.js';
+import { verifyCommand, type VerifyFlags } from './commands/verify.js';
+import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
+import { processIo, type CliIo } from './io.js';
 
-const USAGE = `Usage: mailverdict verify [options] <address...>
-
-Options:
-  --method <quick|standard|smtp>  checks to run (default: standard)
-  --offline                       no DNS: syntax, TLD and lists only
-  --dns-server <ip[:port]>        name server to ask (repeatable; default: the system's)
-  --helo <name>                   smtp: the name to greet with (EHLO)
-  --mail-from <address>           smtp: the envelope sender of probes
-  --smtp-port <port>              smtp: port of the mail hosts (default: 25)
-  --json                          one JSON object per line (detailed shape)
-  -h, --help                      show this help`;
-
-/** Runs the CLI with its arguments and streams; returns the exit code. */
-export async function main(
-  argv: readonly string[],
-  out: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
-  err: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
-): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      options: {
-        method: { type: 'string', default: 'standard' },
-        offline: { type: 'boolean', default: false },
-        'dns-server': { type: 'string', multiple: true },
-        helo: { type: 'string' },
-        'mail-from': { type: 'string' },
-        'smtp-port': { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (error) {
-    err(`${(error as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    out(USAGE);
-    return 0;
-  }
-  const [command, ...addresses] = positionals;
-  if (command !== 'verify' || addresses.length === 0) {
-    err(USAGE);
-    return 2;
-  }
-  if (!(METHOD_NAMES as readonly string[]).includes(values.method)) {
-    err(
-      `Unknown method ${JSON.stringify(values.method)}: expected one of ${METHOD_NAMES.join(', ')}`,
-    );
-    return 2;
-  }
-  const port = values['smtp-port'] === undefined ? undefined : Number(values['smtp-port']);
-  if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) {
-    err(`--smtp-port must be a port number, got ${JSON.stringify(values['smtp-port'])}`);
-    return 2;
-  }
-  const servers = values['dns-server'];
-  const smtpOptions = {
-    ...optional('heloName', values.helo),
-    ...optional('mailFrom', values['mail-from']),
-    ...optional('port', port),
-  };
-  const engine = createEngine({
-    offline: values.offline,
-    ...(servers === undefined ? {} : { dnsOptions: { servers } }),
-    smtpOptions,
-  });
-  const method = values.method as MethodName;
-  const verdicts: Verdict[] = [];
-  // verifyMany groups the addresses by domain: one MX lookup and one SMTP session each.
-  try {
-    for await (const { index, verdict } of engine.verifyMany(addresses, { method })) {
-      verdicts[index] = verdict;
-    }
-  } catch (error) {
-    // Configuration mistakes (a HELO name with spaces, say) surface on first use.
-    err((error as Error).message);
-    return 2;
-  }
-  if (values.json) {
-    for (const verdict of verdicts) out(JSON.stringify(toDetailed(verdict)));
-  } else {
-    for (const line of table(verdicts)) out(line);
-  }
-  return 0;
+/** package.json sits two folders up from src/cli and from dist/cli alike. */
+function version(): string {
+  const manifest = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(manifest) as { version: string }).version;
 }
 
-/** A plain-text table: address, state, score, reason, risk factors. */
-function table(verdicts: readonly Verdict[]): string[] {
-  const rows = verdicts.map((v) => [
-    v.email,
-    v.state,
-    String(v.score),
-    v.reason,
-    v.error?.message ?? v.riskFactors.join(', '),
-  ]);
-  const header = ['ADDRESS', 'STATE', 'SCORE', 'REASON', 'DETAILS'];
-  const widths = header.map((h, i) =>
-    Math.max(h.length, ...rows.map((r) => (r[i] as string).length)),
-  );
-  return [header, ...rows].map((row) =>
-    row
-      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] as number)))
-      .join('  ')
-      .trimEnd(),
-  );
+/** The flags of every command that verifies: method, DNS, SMTP, concurrency. */
+function withEngineFlags(command: Command): Command {
+  return command
+    .addOption(
+      new Option('-m, --method <method>', 'checks to run')
+        .choices(METHOD_NAMES)
+        .default('standard'),
+    )
+    .option('--offline', 'no DNS at all: syntax, TLD and lists only')
+    .option(
+      '--dns-server <ip[:port]>',
+      "name server to ask (repeatable; default: the system's)",
+      collect,
+    )
+    .option('--dns-timeout <ms>', 'deadline of one DNS lookup')
+    .option('--no-dns-canary', 'trust the resolver without checking it first (see README: DNS)')
+    .option('--helo <name>', 'smtp: the name to greet with (EHLO)')
+    .option('--mail-from <address>', 'smtp: the envelope sender of probes')
+    .option('--smtp-port <port>', 'smtp: port of the mail hosts (default: 25)')
+    .option('--smtp-timeout <ms>', 'smtp: wait for each reply')
+    .option('--concurrency <domains>', 'domains verified at once (default: 50)');
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/**
+ * Runs the CLI with its arguments; resolves to the exit code (README: "Exit codes"). Every
+ * mistake in the call or the input is one line on stderr and exit 2, never a stack trace.
+ */
+export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  let exitCode: ExitCode = EXIT.ok;
+  const program = new Command('mailverdict')
+    .description('Verify email addresses: syntax, domain, MX, disposable, role, SMTP.')
+    .version(version(), '-V, --version')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    })
+    .showHelpAfterError('(mailverdict --help for usage)');
+
+  withEngineFlags(
+    program
+      .command('verify')
+      .description(
+        'verify addresses given as arguments; exit 0 all deliverable, 3 some risky, 1 some undeliverable',
+      )
+      .argument('<address...>', 'addresses to verify')
+      .option('--json', 'one JSON object per line (input, verdict, risk factors, error)'),
+  ).action(async (addresses: string[], flags: VerifyFlags) => {
+    exitCode = await verifyCommand(addresses, flags, io);
+  });
+
+  withEngineFlags(
+    program
+      .command('batch')
+      .description('verify a list, one address a line or a CSV column, from a file or - (stdin)')
+      .argument('<file>', 'the list, or - for standard input')
+      .addOption(
+        new Option('-o, --output <format>', 'records as')
+          .choices(['ndjson', 'csv'])
+          .default('ndjson'),
+      )
+      .option('--csv', 'read the input as CSV (default for *.csv files)')
+      .option(
+        '--column <name>',
+        'CSV: the column holding addresses (default: email, else the first)',
+      )
+      .option('--no-progress', 'no progress bar, even on a terminal'),
+  ).action(async (file: string, flags: BatchFlags) => {
+    exitCode = await batchCommand(file, flags, io);
+  });
+
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end this way too, with exit code 0.
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (error instanceof UsageError) {
+      io.stderr.write(`mailverdict: ${error.message}\n`);
+      return EXIT.usage;
+    }
+    io.stderr.write(`mailverdict: ${(error as Error).message}\n`);
+    return EXIT.failure;
+  }
 }

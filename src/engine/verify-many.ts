@@ -203,6 +203,8 @@ class VerifyManyRun implements VerifyManyIterator {
 
   #step(): Promise<IteratorResult<VerifyManyResult, undefined>> {
     if (this.#finished) return Promise.resolve(DONE);
+    // Checked first: an offline run always has a result ready and would never look otherwise.
+    if (this.#signal?.aborted === true) return this.#fail(this.#signal.reason);
     const reading = this.#fill();
     if (reading !== undefined) return this.#wait(reading);
     const outcome = this.#ready.shift();
@@ -216,7 +218,6 @@ class VerifyManyRun implements VerifyManyIterator {
       const bad = this.#badInput;
       return bad === undefined ? this.#finish().then(() => DONE) : this.#fail(bad);
     }
-    if (this.#signal?.aborted === true) return this.#fail(this.#signal.reason);
     return this.#wait(new Promise<void>((resolve) => (this.#wake = resolve)));
   }
 

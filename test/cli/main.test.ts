@@ -1,50 +1,137 @@
+import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
+import type { CliIo } from '../../src/cli/io.js';
 
-async function run(args: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(
-    args,
-    (l) => out.push(l),
-    (l) => err.push(l),
-  );
-  return { code, out, err };
+/** Runs the CLI in-process with captured streams. */
+async function run(args: string[], stdin: string | Buffer = '') {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const io: CliIo = {
+    stdout,
+    stderr,
+    stdin: Readable.from([typeof stdin === 'string' ? Buffer.from(stdin) : stdin]),
+    onInterrupt: () => () => {},
+  };
+  const code = await main(args, io);
+  return { code, out: out.split('\n').filter(Boolean), err };
 }
 
-describe('mailverdict CLI', () => {
-  it('verifies offline and prints a table', async () => {
-    const { code, out } = await run([
-      'verify',
-      '--offline',
-      'ann@example.org',
-      'bad..x@example.org',
-    ]);
-    expect(code).toBe(0);
-    expect(out[0]).toMatch(/^ADDRESS\s+STATE\s+SCORE\s+REASON/);
-    expect(out[1]).toMatch(/^ann@example\.org\s+deliverable/);
-    expect(out[2]).toMatch(/undeliverable\s+0\s+invalid_email/);
+describe('mailverdict CLI (in-process)', () => {
+  it('verifies offline, prints a table, and exits by the worst verdict', async () => {
+    const mixed = await run(['verify', '--offline', 'ann@example.org', 'bad..x@example.org']);
+    expect(mixed.code).toBe(1);
+    expect(mixed.out[0]).toMatch(/^ADDRESS\s+STATE\s+SCORE\s+REASON/);
+    expect(mixed.out[1]).toMatch(/^ann@example\.org\s+deliverable/);
+    expect(mixed.out[2]).toMatch(/undeliverable\s+0\s+invalid_email/);
+    expect((await run(['verify', '--offline', 'ann@example.org'])).code).toBe(0);
+    expect((await run(['verify', '--offline', 'ann@mailinator.com'])).code).toBe(3);
   });
 
-  it('prints the detailed shape as JSON lines', async () => {
+  it('--json carries the input, the risk factors and the error', async () => {
     const { out } = await run([
       'verify',
       '--offline',
       '--json',
-      '--method',
-      'quick',
-      'risky@example.com',
+      'Info@Mailinator.com',
+      'a..b@x.org',
     ]);
-    expect(JSON.parse(out[0] as string)).toMatchObject({
-      email: 'risky@example.com',
+    const [disposable, broken] = out.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(disposable).toMatchObject({
+      input: 'Info@Mailinator.com',
       state: 'risky',
-      reason: 'low_deliverability',
+      reason: 'low_quality',
+      risk_factors: expect.arrayContaining(['disposable', 'role']) as unknown,
+      error: null,
+    });
+    expect(broken).toMatchObject({
+      input: 'a..b@x.org',
+      state: 'undeliverable',
+      error: { code: 'consecutive_dots' },
     });
   });
 
-  it('refuses bad usage with exit code 2', async () => {
+  it("never writes an address's control characters raw", async () => {
+    const evil = 'a\u001b[2J\u009b31m\u202e@x.org';
+    const table = await run(['verify', '--offline', evil]);
+    const json = await run(['verify', '--offline', '--json', evil]);
+    for (const text of [...table.out, ...json.out]) {
+      // eslint-disable-next-line no-control-regex -- the characters that must not appear
+      expect(text).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
+    }
+    expect((JSON.parse(json.out[0] as string) as { input: string }).input).toBe(evil);
+  });
+
+  it('refuses bad usage with exit code 2 and one line on stderr', async () => {
     expect((await run([])).code).toBe(2);
-    expect((await run(['verify', '--method', 'deep', 'a@b.co'])).code).toBe(2);
-    expect((await run(['verify', '--bogus', 'a@b.co'])).code).toBe(2);
+    for (const args of [
+      ['verify', '--method', 'deep', 'a@b.co'],
+      ['verify', '--bogus', 'a@b.co'],
+      ['verify'],
+      ['verify', '--smtp-port', '99999', 'a@b.co'],
+      ['verify', '--offline', '--method', 'smtp', 'a@b.co'],
+      ['batch', '/no/such/file.txt'],
+      ['batch', '-', '--output', 'xml'],
+    ]) {
+      const { code, err } = await run(args);
+      expect(code, args.join(' ')).toBe(2);
+      expect(err.trim(), args.join(' ')).not.toBe('');
+      expect(err, args.join(' ')).not.toContain('    at ');
+    }
+  });
+
+  it('--version prints the package version', async () => {
+    const { code, out } = await run(['--version']);
+    expect(code).toBe(0);
+    expect(out[0]).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it('batch reads stdin, writes NDJSON in input order and a summary on stderr', async () => {
+    const lines = [
+      'ann@example.org',
+      '',
+      'bad..x@example.org',
+      'info@mailinator.com',
+      '  bob@example.org  ',
+    ];
+    const { code, out, err } = await run(['batch', '--offline', '-'], lines.join('\n'));
+    expect(code).toBe(0);
+    expect(out.map((line) => (JSON.parse(line) as { input: string }).input)).toEqual([
+      'ann@example.org',
+      'bad..x@example.org',
+      'info@mailinator.com',
+      'bob@example.org',
+    ]);
+    expect(err).toMatch(/Verified 4 addresses/);
+    expect(err).toMatch(
+      /By state: deliverable 2, (risky 1, undeliverable 1|undeliverable 1, risky 1)\./,
+    );
+  });
+
+  it('batch writes CSV with a header, and reads a CSV column', async () => {
+    const csv = 'name,Email\nAnn,ann@example.org\n"Doe, J",info@mailinator.com\n';
+    const { code, out } = await run(
+      ['batch', '--offline', '--csv', '--column', 'email', '-o', 'csv', '-'],
+      csv,
+    );
+    expect(code).toBe(0);
+    expect(out[0]).toMatch(/^input,email,state,reason,score,risk_factors,error,/);
+    expect(out[1]).toMatch(/^ann@example\.org,ann@example\.org,deliverable,accepted_email,/);
+    expect(out[2]).toMatch(/^info@mailinator\.com,.*,risky,low_quality,\d+,disposable;role,/);
+  });
+
+  it('batch refuses binary garbage and a 1 MB line with one line on stderr', async () => {
+    const garbage = await run(['batch', '--offline', '-'], 'ann@example.org\n\u0000\u0001\u0002\n');
+    expect(garbage.code).toBe(2);
+    expect(garbage.err).toMatch(/line 2: a NUL byte/);
+    const long = await run(['batch', '--offline', '-'], `${'a'.repeat(1024 * 1024)}@x.org\n`);
+    expect(long.code).toBe(2);
+    expect(long.err).toMatch(/line 1: longer than 65536 bytes/);
+    const invalid = await run(['batch', '--offline', '-'], Buffer.from([0x61, 0xff, 0xfe, 0x0a]));
+    expect(invalid.code).toBe(2);
   });
 });

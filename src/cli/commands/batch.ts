@@ -1,0 +1,179 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { SingleBar } from 'cli-progress';
+import { createEngine } from '../../engine/engine.js';
+import type { Verdict } from '../../engine/verdict.js';
+import { concurrencyOf, engineOptionsOf, methodOf, type EngineFlags } from '../engine-options.js';
+import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
+import { readCsvColumn, readLines, type InputItem } from '../input.js';
+import { line, write, type CliIo } from '../io.js';
+import { csvFormat, NDJSON, recordOf, type RecordFormat } from '../records.js';
+import { escapeForTerminal } from '../terminal.js';
+
+export interface BatchFlags extends EngineFlags {
+  readonly output: string;
+  readonly csv?: boolean;
+  readonly column?: string;
+  readonly progress?: boolean;
+}
+
+/** Stands for Ctrl-C in the run's signal: told apart from other failures. */
+class Interrupted extends Error {
+  override readonly name = 'Interrupted';
+}
+
+/**
+ * `mailverdict batch <file|->`: streams a list through verifyMany, writing each record as
+ * soon as every earlier one is written (input order, a window no larger than the work in
+ * flight), with a progress bar on a terminal, a summary at the end, and Ctrl-C writing what
+ * is done before it stops.
+ */
+export async function batchCommand(
+  source: string,
+  flags: BatchFlags,
+  io: CliIo,
+): Promise<ExitCode> {
+  const method = methodOf(flags);
+  const format = formatOf(flags.output, io.stdout.isTTY === true);
+  const concurrency = concurrencyOf(flags);
+  const input = await openInput(source, io);
+  const csv =
+    flags.csv === true || (flags.csv === undefined && source.toLowerCase().endsWith('.csv'));
+  const items = csv ? readCsvColumn(input.stream, flags.column) : readLines(input.stream);
+  const engine = createEngine(engineOptionsOf(flags));
+
+  const controller = new AbortController();
+  const stopOnInterrupt = io.onInterrupt(() => controller.abort(new Interrupted('interrupted')));
+  const bar = progressBar(io, flags.progress !== false, input.total);
+  const summary = new Summary();
+  const waiting = new Map<number, Verdict>();
+  let nextToWrite = 0;
+  let read = 0;
+
+  async function* addresses(): AsyncGenerator<string> {
+    for await (const item of items as AsyncIterable<InputItem>) {
+      read++;
+      yield item.address;
+    }
+  }
+  const flush = async (all: boolean) => {
+    // Input order: a record waits only for earlier ones still in flight; at the end (or on
+    // Ctrl-C) whatever is done goes out, in order, past the gaps.
+    const order = all ? [...waiting.keys()].sort((a, b) => a - b) : [];
+    for (;;) {
+      const index = all ? order.shift() : nextToWrite;
+      if (index === undefined) break;
+      const verdict = waiting.get(index);
+      if (verdict === undefined) break;
+      waiting.delete(index);
+      nextToWrite = index + 1;
+      await write(io.stdout, format.line(recordOf(verdict)));
+    }
+  };
+
+  let outcome: ExitCode = EXIT.ok;
+  try {
+    await write(io.stdout, format.header);
+    for await (const { index, verdict } of engine.verifyMany(addresses(), {
+      method,
+      signal: controller.signal,
+      ...(concurrency === undefined ? {} : { concurrency }),
+    })) {
+      summary.add(verdict);
+      bar?.update(summary.count);
+      waiting.set(index, verdict);
+      if (index === nextToWrite) await flush(false);
+    }
+  } catch (error) {
+    if (!(error instanceof Interrupted)) throw error;
+    outcome = EXIT.interrupted;
+  } finally {
+    stopOnInterrupt();
+    bar?.stop();
+    await flush(true);
+  }
+  for (const text of summary.lines(outcome === EXIT.interrupted, read)) line(io.stderr, text);
+  return outcome;
+}
+
+function formatOf(output: string, toTerminal: boolean): RecordFormat {
+  if (output === 'ndjson') return NDJSON;
+  if (output === 'csv') return csvFormat(toTerminal ? escapeForTerminal : undefined);
+  throw new UsageError(`--output must be ndjson or csv, got ${JSON.stringify(output)}`);
+}
+
+/** The list to read: stdin for `-`, else a regular file (its size in lines for the bar). */
+async function openInput(source: string, io: CliIo): Promise<{ stream: Readable; total?: number }> {
+  if (source === '-') return { stream: io.stdin };
+  let info;
+  try {
+    info = await stat(source);
+  } catch {
+    throw new UsageError(`cannot read ${JSON.stringify(source)}: no such file`);
+  }
+  if (!info.isFile()) throw new UsageError(`${JSON.stringify(source)} is not a file`);
+  const total = await countLines(source);
+  return { stream: createReadStream(source), total };
+}
+
+/** Lines in a file, read once more by the bar's sake: cheap next to verifying them. */
+async function countLines(path: string): Promise<number> {
+  let lines = 0;
+  let last = 0x0a;
+  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
+    for (let i = chunk.indexOf(0x0a); i >= 0; i = chunk.indexOf(0x0a, i + 1)) lines++;
+    last = chunk[chunk.length - 1] ?? last;
+  }
+  return last === 0x0a ? lines : lines + 1;
+}
+
+/** A bar with rate and ETA on a terminal's stderr; nothing when stderr is piped. */
+function progressBar(io: CliIo, wanted: boolean, total: number | undefined): SingleBar | undefined {
+  if (!wanted || io.stderr.isTTY !== true) return undefined;
+  const bar = new SingleBar({
+    stream: io.stderr as NodeJS.WritableStream,
+    format:
+      total === undefined
+        ? '{value} verified | {speed}/s'
+        : '[{bar}] {percentage}% | {value}/{total} | {speed}/s | ETA {eta_formatted}',
+    etaBuffer: 1_000,
+    fps: 5,
+    hideCursor: true,
+  });
+  const started = Date.now();
+  bar.start(total ?? 0, 0, { speed: 0 });
+  const update = bar.update.bind(bar);
+  bar.update = ((value: number) => {
+    const seconds = Math.max((Date.now() - started) / 1000, 0.001);
+    update(value, { speed: Math.round(value / seconds) });
+  }) as typeof bar.update;
+  return bar;
+}
+
+/** Counts by state and by reason, for the closing lines. */
+class Summary {
+  count = 0;
+  readonly #states = new Map<string, number>();
+  readonly #reasons = new Map<string, number>();
+  readonly #started = Date.now();
+
+  add(verdict: Verdict): void {
+    this.count++;
+    this.#states.set(verdict.state, (this.#states.get(verdict.state) ?? 0) + 1);
+    this.#reasons.set(verdict.reason, (this.#reasons.get(verdict.reason) ?? 0) + 1);
+  }
+
+  lines(interrupted: boolean, read: number): string[] {
+    const seconds = (Date.now() - this.#started) / 1000;
+    const list = (counts: Map<string, number>) =>
+      [...counts]
+        .sort((a, b) => b[1] - a[1])
+        .map(([name, n]) => `${name} ${n}`)
+        .join(', ') || 'none';
+    const head = interrupted
+      ? `Interrupted: ${this.count} of ${read} addresses read were verified and written (${seconds.toFixed(1)} s).`
+      : `Verified ${this.count} addresses in ${seconds.toFixed(1)} s.`;
+    return [head, `By state: ${list(this.#states)}.`, `By reason: ${list(this.#reasons)}.`];
+  }
+}

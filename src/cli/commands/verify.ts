@@ -1,0 +1,48 @@
+import { createEngine } from '../../engine/engine.js';
+import type { Verdict } from '../../engine/verdict.js';
+import { concurrencyOf, engineOptionsOf, methodOf, type EngineFlags } from '../engine-options.js';
+import { EXIT, type ExitCode } from '../exit-codes.js';
+import { line, type CliIo } from '../io.js';
+import { NDJSON, recordOf } from '../records.js';
+import { table } from '../terminal.js';
+
+export interface VerifyFlags extends EngineFlags {
+  readonly json?: boolean;
+}
+
+/**
+ * `mailverdict verify <address...>`: a table (or NDJSON) in the order given, and an exit
+ * code that says the worst verdict, so that `mailverdict verify "$email" && ...` works.
+ */
+export async function verifyCommand(
+  addresses: readonly string[],
+  flags: VerifyFlags,
+  io: CliIo,
+): Promise<ExitCode> {
+  const method = methodOf(flags);
+  const engine = createEngine(engineOptionsOf(flags));
+  const concurrency = concurrencyOf(flags);
+  const verdicts: Verdict[] = [];
+  for await (const { index, verdict } of engine.verifyMany(addresses, {
+    method,
+    ...(concurrency === undefined ? {} : { concurrency }),
+  })) {
+    verdicts[index] = verdict;
+  }
+  if (flags.json === true) {
+    for (const verdict of verdicts) io.stdout.write(NDJSON.line(recordOf(verdict)));
+  } else {
+    const rows = verdicts.map((v) => [
+      v.email,
+      v.state,
+      String(v.score),
+      v.reason,
+      v.error?.message ?? v.riskFactors.join(', '),
+    ]);
+    for (const text of table(['ADDRESS', 'STATE', 'SCORE', 'REASON', 'DETAILS'], rows)) {
+      line(io.stdout, text);
+    }
+  }
+  if (verdicts.some((v) => v.state === 'undeliverable')) return EXIT.undeliverable;
+  return verdicts.some((v) => v.state === 'risky') ? EXIT.risky : EXIT.ok;
+}

@@ -1,0 +1,74 @@
+import type { EngineOptions } from '../engine/engine.js';
+import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
+import { optional } from '../optional.js';
+import { UsageError } from './exit-codes.js';
+
+/** The flags every verifying command shares, as commander hands them over. */
+export interface EngineFlags {
+  readonly method: string;
+  readonly offline?: boolean;
+  readonly dnsServer?: string[];
+  readonly dnsTimeout?: string;
+  readonly dnsCanary?: boolean;
+  readonly helo?: string;
+  readonly mailFrom?: string;
+  readonly smtpPort?: string;
+  readonly smtpTimeout?: string;
+  readonly concurrency?: string;
+}
+
+export function methodOf(flags: EngineFlags): MethodName {
+  if (!(METHOD_NAMES as readonly string[]).includes(flags.method)) {
+    throw new UsageError(
+      `unknown method ${JSON.stringify(flags.method)}: expected one of ${METHOD_NAMES.join(', ')}`,
+    );
+  }
+  if (flags.method === 'smtp' && flags.offline === true) {
+    throw new UsageError('--offline cannot probe mailboxes: use --method quick or standard');
+  }
+  return flags.method as MethodName;
+}
+
+/** Engine options from the flags; every number checked, with the flag named when it is wrong. */
+export function engineOptionsOf(flags: EngineFlags): EngineOptions {
+  const port = integer(flags.smtpPort, '--smtp-port', 1, 65_535);
+  const dnsTimeout = integer(flags.dnsTimeout, '--dns-timeout', 1, 600_000);
+  const smtpTimeout = integer(flags.smtpTimeout, '--smtp-timeout', 1, 600_000);
+  const servers = flags.dnsServer;
+  const smtpOptions = {
+    ...optional('heloName', flags.helo),
+    ...optional('mailFrom', flags.mailFrom),
+    ...optional('port', port),
+    ...optional('commandTimeoutMs', smtpTimeout),
+  };
+  const dnsOptions = {
+    ...(servers === undefined ? {} : { servers }),
+    ...optional('timeoutMs', dnsTimeout),
+  };
+  return {
+    offline: flags.offline === true,
+    dnsOptions,
+    ...(flags.dnsCanary === false ? { dnsCanary: false as const } : {}),
+    smtpOptions,
+  };
+}
+
+export function concurrencyOf(flags: EngineFlags): number | undefined {
+  return integer(flags.concurrency, '--concurrency', 1, 10_000);
+}
+
+function integer(
+  value: string | undefined,
+  flag: string,
+  min: number,
+  max: number,
+): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < min || number > max) {
+    throw new UsageError(
+      `${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`,
+    );
+  }
+  return number;
+}

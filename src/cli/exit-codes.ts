@@ -1,0 +1,25 @@
+/**
+ * The CLI's exit codes (README: "Exit codes"). `verify` says what it found, so that a shell
+ * can branch on it; `batch` and the admin commands say whether the job itself succeeded.
+ */
+export const EXIT = Object.freeze({
+  /** Done: every address deliverable (verify), or the job completed (batch, admin). */
+  ok: 0,
+  /** verify: at least one address is undeliverable. */
+  undeliverable: 1,
+  /** Bad usage: unknown flags, a missing argument, unreadable or malformed input. */
+  usage: 2,
+  /** verify: at least one address is risky, none undeliverable. */
+  risky: 3,
+  /** The run failed: a store or another unexpected error (the message says which). */
+  failure: 4,
+  /** Interrupted by Ctrl-C (SIGINT): what was done is written, the rest is not (128 + 2). */
+  interrupted: 130,
+});
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** A mistake in how the CLI was called or in its input: one line on stderr and exit 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}

@@ -1,0 +1,38 @@
+/**
+ * Text from addresses never reaches a terminal raw (DESIGN 7): an address can carry ESC and
+ * the C1 controls that move the cursor or rewrite the screen, and bidi overrides that make a
+ * line read differently from what it holds. Each such character is shown as a `\u` escape.
+ */
+// C0 and C1 controls, DEL, the line/paragraph separators, and the bidi embeddings, overrides
+// and isolates (Trojan Source).
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const UNSAFE_FOR_TERMINAL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+export function escapeForTerminal(text: string): string {
+  return text.replace(UNSAFE_FOR_TERMINAL, escapeChar);
+}
+
+function escapeChar(char: string): string {
+  return `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
+}
+
+/**
+ * JSON whose strings carry no character a terminal acts on: JSON.stringify escapes C0
+ * controls but leaves C1, DEL, separators and bidi controls raw. The result is still valid
+ * JSON and parses to the same value.
+ */
+export function safeJson(value: unknown): string {
+  return JSON.stringify(value).replace(UNSAFE_FOR_TERMINAL, escapeChar);
+}
+
+/** Rows of cells as aligned columns; the last column is not padded. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const cells = [header, ...rows].map((row) => row.map(escapeForTerminal));
+  const widths = header.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
+  return cells.map((row) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] as number)))
+      .join('  ')
+      .trimEnd(),
+  );
+}
