@@ -343,8 +343,11 @@ export class ProbeSession {
     return [WRITE(QUIT)];
   }
 
+  /** A refusal outside MAIL FROM (banner, EHLO, STARTTLS, RSET) ends the session. */
   #failWith(reply: SmtpReply): readonly SessionAction[] {
-    const klass = reply.code >= 200 && reply.code < 400 ? 'invalid' : classifySession(reply);
+    const read = reply.code >= 200 && reply.code < 400 ? 'invalid' : classifySession(reply);
+    // Only MAIL FROM names our sender: elsewhere a plain refusal is just that.
+    const klass = read === 'sender_refused' ? 'refused' : read;
     // 421 means the server is closing anyway, and one talking nonsense gets no QUIT.
     if (klass === 'try_next_mx' || klass === 'invalid') return this.#fail(klass, reply, [CLOSE]);
     // Be polite where the server still listens: QUIT, and wait for its 221.
