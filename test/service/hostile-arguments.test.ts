@@ -50,13 +50,14 @@ const HOSTILE: readonly (readonly [string, unknown])[] = [
   ['__proto__', '__proto__'],
   ['constructor', 'constructor'],
   ['toString', 'toString'],
+  ['admin', 'admin'],
 ];
 
 /** What a value earns: `ok` (legitimate: not called), or a code (and the field it names). */
 type Outcome = 'ok' | ServiceErrorCode | readonly [ServiceErrorCode, string];
 
 /** Well-formed strings that are no id, no address and no enum value. */
-const STRINGS = ['__proto__', 'constructor', 'toString'];
+const STRINGS = ['__proto__', 'constructor', 'toString', 'admin'];
 /** Objects, for parameters that are option bags (their fields absent). */
 const OBJECTS = ['{}', 'date', '__proto__ object'];
 const ABSENT = ['undefined'];
@@ -613,6 +614,32 @@ describe.each(stores)('hostile arguments on the %s store', (storeName, makeStore
     },
     30_000,
   );
+});
+
+describe.each(stores)('the cases issue 11 reported, on the %s store', (_name, makeStore) => {
+  it('answer invalid_request naming the parameter, never a TypeError or SqliteError', async () => {
+    const { store } = makeStore();
+    const w = await makeWorld(store);
+    const cases: [Promise<unknown>, string][] = [
+      [w.service.admin.refund(w.accountId, any(null)), 'refund'],
+      [w.service.verify(any(null), EMAIL), 'caller'],
+      [w.service.verify(w.caller, EMAIL, any(null)), 'options'],
+      [w.service.authenticate(any(null)), 'request'],
+      [w.service.admin.ledger(w.accountId, { limit: Number.NaN }), 'limit'],
+      [w.service.admin.ledger(w.accountId, { limit: -5 }), 'limit'],
+      [w.service.authenticate({ apiKey: w.secret, endpoint: any('admin') }), 'endpoint'],
+    ];
+    for (const [call, field] of cases) {
+      const error = await call.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ServiceError);
+      expect((error as ServiceError).toJSON()).toMatchObject({ error: 'invalid_request', field });
+      expect((error as ServiceError).status).toBe(400);
+    }
+    await store.close();
+  });
 });
 
 describe('hostile arguments on both stores', () => {
