@@ -1,15 +1,15 @@
 /**
- * The CLI's exit codes (README: "Exit codes"). `verify` says what it found, so that a shell
- * can branch on it; `batch` and the admin commands say whether the job itself succeeded.
+ * The CLI's exit codes (README: "Exit codes"). A command says whether its job succeeded;
+ * `verify --strict` also says the worst verdict, so that a shell can branch on it.
  */
 export const EXIT = Object.freeze({
-  /** Done: every address deliverable (verify), or the job completed (batch, admin). */
+  /** Done: every address has a verdict (verify), the job completed (batch, admin). */
   ok: 0,
-  /** verify: at least one address is undeliverable. */
+  /** verify --strict: at least one address is undeliverable. */
   undeliverable: 1,
   /** Bad usage: unknown flags, a missing argument, unreadable or malformed input. */
   usage: 2,
-  /** verify: at least one address is risky, none undeliverable. */
+  /** verify --strict: at least one address is risky, none undeliverable. */
   risky: 3,
   /** The run failed: a store or another unexpected error (the message says which). */
   failure: 4,

@@ -58,11 +58,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
   withEngineFlags(
     program
       .command('verify')
-      .description(
-        'verify addresses given as arguments; exit 0 all deliverable, 3 some risky, 1 some undeliverable',
-      )
+      .description('verify the addresses given as arguments')
       .argument('<address...>', 'addresses to verify')
-      .option('--json', 'one JSON object per line (input, verdict, risk factors, error)'),
+      .option('--json', 'one JSON object per line (input, verdict, risk factors, error)')
+      .option('--strict', 'exit 1 if any address is undeliverable, 3 if any is risky'),
   ).action(async (addresses: string[], flags: VerifyFlags) => {
     exitCode = await verifyCommand(addresses, flags, io);
   });

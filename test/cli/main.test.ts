@@ -22,14 +22,16 @@ async function run(args: string[], stdin: string | Buffer = '') {
 }
 
 describe('mailverdict CLI (in-process)', () => {
-  it('verifies offline, prints a table, and exits by the worst verdict', async () => {
+  it('verifies offline and prints a table; --strict exits by the worst verdict', async () => {
     const mixed = await run(['verify', '--offline', 'ann@example.org', 'bad..x@example.org']);
-    expect(mixed.code).toBe(1);
+    expect(mixed.code).toBe(0);
     expect(mixed.out[0]).toMatch(/^ADDRESS\s+STATE\s+SCORE\s+REASON/);
     expect(mixed.out[1]).toMatch(/^ann@example\.org\s+deliverable/);
     expect(mixed.out[2]).toMatch(/undeliverable\s+0\s+invalid_email/);
-    expect((await run(['verify', '--offline', 'ann@example.org'])).code).toBe(0);
-    expect((await run(['verify', '--offline', 'ann@mailinator.com'])).code).toBe(3);
+    const strict = ['verify', '--strict', '--offline'];
+    expect((await run([...strict, 'ann@example.org', 'bad..x@example.org'])).code).toBe(1);
+    expect((await run([...strict, 'ann@example.org'])).code).toBe(0);
+    expect((await run([...strict, 'ann@mailinator.com'])).code).toBe(3);
   });
 
   it('--json carries the input, the risk factors and the error', async () => {

@@ -58,8 +58,14 @@ afterAll(async () => {
 });
 
 describe('mailverdict CLI (spawned)', () => {
-  it('verify exits by the worst verdict', async () => {
-    const run = await cli(['verify', '--offline', 'ann@example.org', 'x@mailinator.com']);
+  it('verify --strict exits by the worst verdict', async () => {
+    const run = await cli([
+      'verify',
+      '--strict',
+      '--offline',
+      'ann@example.org',
+      'x@mailinator.com',
+    ]);
     expect(run.code).toBe(3);
     expect(run.stdout).toMatch(/x@mailinator\.com\s+risky/);
   });

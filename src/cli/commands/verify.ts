@@ -8,11 +8,13 @@ import { table } from '../terminal.js';
 
 export interface VerifyFlags extends EngineFlags {
   readonly json?: boolean;
+  readonly strict?: boolean;
 }
 
 /**
- * `mailverdict verify <address...>`: a table (or NDJSON) in the order given, and an exit
- * code that says the worst verdict, so that `mailverdict verify "$email" && ...` works.
+ * `mailverdict verify <address...>`: a table (or NDJSON) in the order given. Like curl, a
+ * verdict is a result, not a failure: the exit code is 0 once every address has one, unless
+ * `--strict` asks it to say the worst verdict (`mailverdict verify --strict "$email" && ...`).
  */
 export async function verifyCommand(
   addresses: readonly string[],
@@ -43,6 +45,7 @@ export async function verifyCommand(
       line(io.stdout, text);
     }
   }
+  if (flags.strict !== true) return EXIT.ok;
   if (verdicts.some((v) => v.state === 'undeliverable')) return EXIT.undeliverable;
   return verdicts.some((v) => v.state === 'risky') ? EXIT.risky : EXIT.ok;
 }
