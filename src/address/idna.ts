@@ -213,9 +213,10 @@ function decodeALabel(alabel: string): string | PartFailure {
 }
 
 /**
- * The IDNA 2008 rules for one mapped (or decoded) U-label that UTS-46 leaves out: hyphens,
- * a leading combining mark, the derived property of every code point and the CONTEXTO rules.
- * `fromALabel` only changes the error code: an A-label is invalid as a whole.
+ * The IDNA 2008 rules for one mapped (or decoded) U-label: hyphens, a leading combining mark,
+ * the derived property of every code point, and the CONTEXTJ and CONTEXTO rules. The Bidi
+ * rule needs the whole domain (bidiProblem). `fromALabel` only changes the error code: an
+ * A-label is invalid as a whole.
  */
 export function checkULabel(label: string, fromALabel: boolean): PartFailure | undefined {
   const codePoints: number[] = [];
