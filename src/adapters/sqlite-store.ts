@@ -645,7 +645,7 @@ function sqliteBook(statements: Statements, accountId: string): LedgerBook {
         entry.note,
         entry.createdAt,
       );
-      return Number(inserted.lastInsertRowid);
+      return { ...entry, seq: Number(inserted.lastInsertRowid) };
     },
     putReservation(reservation) {
       statements.upsertReservation.run(

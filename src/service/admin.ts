@@ -2,7 +2,7 @@ import { optional } from '../optional.js';
 import type { LedgerEntry, LedgerRequest, ReservationState } from '../ports/store.js';
 import type { AccountAdmin } from './account.js';
 import type { KeyAdmin } from './auth.js';
-import { fileLedger, serviceRef, type LedgerReceipt } from './charging.js';
+import { fileLedger, type LedgerReceipt } from './charging.js';
 import { accountOf, type ServiceContext } from './context.js';
 import { MAX_LEDGER_AMOUNT, SERVICE_REF_PREFIX } from './ledger.js';
 import { invalidRequest } from './service-error.js';
@@ -73,8 +73,7 @@ export function createAdmin(
         if (grant.note !== undefined) requireText(grant.note, 'note', 500);
         return fileLedger(ctx, accountId, {
           kind: 'grant',
-          ref:
-            grant.ref === undefined ? serviceRef('grant', ctx.random) : callerRef(grant.ref, 'ref'),
+          ref: grant.ref === undefined ? ctx.serviceRef('grant') : callerRef(grant.ref, 'ref'),
           amount: requireInteger(amount, 'amount', 1, 1_000_000_000_000),
           ...optional('note', grant.note),
         });
@@ -90,10 +89,7 @@ export function createAdmin(
         if (input.note !== undefined) requireText(input.note, 'note', 500);
         return fileLedger(ctx, accountId, {
           kind: 'refund',
-          ref:
-            input.ref === undefined
-              ? serviceRef('refund', ctx.random)
-              : callerRef(input.ref, 'ref'),
+          ref: input.ref === undefined ? ctx.serviceRef('refund') : callerRef(input.ref, 'ref'),
           reservation: requireText(input.reservation, 'reservation'),
           ...optional('amount', input.amount),
           ...optional('note', input.note),

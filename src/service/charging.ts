@@ -20,7 +20,6 @@ import type { AccountRef } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { emailKey } from './filter-values.js';
 import type { Filters } from './filters.js';
-import { SERVICE_REF_PREFIX } from './ledger.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 import {
   answering,
@@ -82,11 +81,6 @@ export const VERIFY_DEADLINE_MS: Readonly<Record<MethodName, number>> = {
 /** A verify's hold outlives its deadline by this much, so it never lapses under a live verify. */
 export const HOLD_MARGIN_MS = 30_000;
 export const MAX_REQUEST_ID_LENGTH = 255;
-
-/** A reference of the service's own namespace (DESIGN 5.3): no caller can send one. */
-export function serviceRef(kind: string, random: ServiceContext['random']): string {
-  return `${SERVICE_REF_PREFIX}${kind}:${randomBase62(24, random)}`;
-}
 
 /** Files one ledger request, its refusals as ServiceErrors. */
 export async function fileLedger(
@@ -172,7 +166,7 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
     const verdict = engine.verifySync(email, { method });
     const cost = engine.cost(method);
     const now = clock.now();
-    const reservation = serviceRef('verify', ctx.random);
+    const reservation = ctx.serviceRef('verify');
     const result = { verdict, charged: UNKNOWN_REASONS.has(verdict.reason) ? 0 : cost };
     const requests: LedgerRequest[] = [
       { kind: 'reserve', ref: reservation, amount: cost, expiresAt: now + holdMs(method) },
@@ -192,7 +186,7 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
     const cost = engine.cost(method);
     const now = clock.now();
     const expiresAt = now + holdMs(method);
-    const reservation = serviceRef('verify', ctx.random);
+    const reservation = ctx.serviceRef('verify');
     const reserve: LedgerRequest = { kind: 'reserve', ref: reservation, amount: cost, expiresAt };
     const first = await commit(
       accountId,

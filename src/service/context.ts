@@ -2,6 +2,7 @@ import type { Engine } from '../engine/engine.js';
 import type { Clock } from '../ports/clock.js';
 import type { AccountRecord, Store } from '../ports/store.js';
 import { randomBase62, type RandomBytes } from './api-keys.js';
+import { SERVICE_REF_PREFIX } from './ledger.js';
 import type { RateLimits } from './rate-limits.js';
 import { ServiceError } from './service-error.js';
 import { requireText } from './validate.js';
@@ -15,10 +16,23 @@ export interface ServiceContext {
   readonly rateLimits: RateLimits;
   /** A fresh id such as `acct_…`: the prefix, then 24 random base62 characters. */
   newId(prefix: string): string;
+  /**
+   * A fresh reference of the service's own namespace (DESIGN 5.3), such as
+   * `mv:verify:<instance>.<n>`: no caller may file one, and no two service instances share
+   * one (each draws 16 random base62 characters at start, then counts; a reference per verify
+   * from the CSPRNG cost more than the rest of the ledger's work in memory).
+   */
+  serviceRef(kind: string): string;
 }
 
-export function createContext(parts: Omit<ServiceContext, 'newId'>): ServiceContext {
-  return { ...parts, newId: (prefix) => `${prefix}_${randomBase62(24, parts.random)}` };
+export function createContext(parts: Omit<ServiceContext, 'newId' | 'serviceRef'>): ServiceContext {
+  const instance = randomBase62(16, parts.random);
+  let count = 0;
+  return {
+    ...parts,
+    newId: (prefix) => `${prefix}_${randomBase62(24, parts.random)}`,
+    serviceRef: (kind) => `${SERVICE_REF_PREFIX}${kind}:${instance}.${(count++).toString(36)}`,
+  };
 }
 
 /** The account `accountId` names, or `not_found`. */

@@ -27,8 +27,8 @@ export interface LedgerBook {
   reservation(ref: string): ReservationState | undefined;
   /** The key's record, live or not (the rules here decide what a dead one means). */
   idempotency(key: string): IdempotencyRecord | undefined;
-  /** Appends an entry; returns its seq. */
-  insertEntry(entry: Omit<LedgerEntry, 'seq'>): number;
+  /** Appends an entry; returns it as filed, with its seq. */
+  insertEntry(entry: Omit<LedgerEntry, 'seq'>): LedgerEntry;
   putReservation(reservation: ReservationState): void;
   putBalance(balance: CreditBalance): void;
   /** Stores the key's record, or deletes it (undefined). */
@@ -126,7 +126,8 @@ export function applyLedgerCommit(
   }
 
   let balance = start;
-  const reservations = new Map<string, ReservationState>();
+  // A commit touches a reservation or two: a list is cheaper than a Map here.
+  const reservations: ReservationState[] = [];
   const results: (LedgerEntry | Omit<LedgerEntry, 'seq'>)[] = [];
   const replayed: boolean[] = [];
   for (const request of commit.requests) {
@@ -141,7 +142,7 @@ export function applyLedgerCommit(
         reservation:
           reservationRef === undefined
             ? undefined
-            : (reservations.get(reservationRef) ?? book.reservation(reservationRef)),
+            : (latest(reservations, reservationRef) ?? book.reservation(reservationRef)),
       },
       at,
     );
@@ -153,19 +154,29 @@ export function applyLedgerCommit(
     if (!('write' in plan)) return plan;
     const { entry, reservation } = plan.write;
     balance = plan.write.balance;
-    if (reservation !== undefined) reservations.set(reservation.ref, reservation);
+    if (reservation !== undefined) {
+      let index = 0;
+      while (index < reservations.length && reservations[index]?.ref !== reservation.ref) index++;
+      reservations[index] = reservation;
+    }
     results.push(entry);
     replayed.push(false);
   }
 
   // Decided: now write, entries in order, each reservation and the balance once.
-  const entries = results.map((entry) =>
-    'seq' in entry ? entry : { ...entry, seq: book.insertEntry(entry) },
-  );
-  for (const reservation of reservations.values()) book.putReservation(reservation);
+  const entries = results.map((entry) => ('seq' in entry ? entry : book.insertEntry(entry)));
+  for (const reservation of reservations) book.putReservation(reservation);
   if (balance !== start) book.putBalance(balance);
   if (change !== undefined) writeIdempotency(book, change, at);
   return { ok: true, entries, replayed, balance };
+}
+
+function latest(
+  reservations: readonly ReservationState[],
+  ref: string,
+): ReservationState | undefined {
+  for (const reservation of reservations) if (reservation.ref === ref) return reservation;
+  return undefined;
 }
 
 function claimable(
@@ -219,25 +230,15 @@ function planLedger(
     }
     return { replay: existing };
   }
-  const note = request.note ?? null;
-  const entryOf = (amount: number, delta: number, reservation: string | null) => ({
-    accountId,
-    ref: request.ref,
-    kind: request.kind,
-    amount,
-    delta,
-    reservation,
-    note,
-    createdAt: at,
-  });
-
+  // A module-level entryOf, not a closure: a closure per request was a tenth of a commit.
+  const of = { accountId, request, at };
   switch (request.kind) {
     case 'grant': {
       const room = Number.MAX_SAFE_INTEGER - balance.total;
       if (request.amount > room) return { ok: false, code: 'balance_limit', limit: room };
       return {
         write: {
-          entry: entryOf(request.amount, request.amount, null),
+          entry: entryOf(of, request.amount, request.amount, null),
           balance: {
             ...balance,
             available: balance.available + request.amount,
@@ -258,7 +259,7 @@ function planLedger(
       }
       return {
         write: {
-          entry: entryOf(request.amount, -request.amount, request.ref),
+          entry: entryOf(of, request.amount, -request.amount, request.ref),
           balance: {
             ...balance,
             available: balance.available - request.amount,
@@ -273,14 +274,38 @@ function planLedger(
         },
       };
     default:
-      return planAgainstReservation(request, snapshot, entryOf);
+      return planAgainstReservation(request, snapshot, of);
   }
+}
+
+interface EntryOrigin {
+  readonly accountId: string;
+  readonly request: LedgerRequest;
+  readonly at: number;
+}
+
+function entryOf(
+  { accountId, request, at }: EntryOrigin,
+  amount: number,
+  delta: number,
+  reservation: string | null,
+): Omit<LedgerEntry, 'seq'> {
+  return {
+    accountId,
+    ref: request.ref,
+    kind: request.kind,
+    amount,
+    delta,
+    reservation,
+    note: request.note ?? null,
+    createdAt: at,
+  };
 }
 
 function planAgainstReservation(
   request: Extract<LedgerRequest, { reservation: string }>,
   { balance, reservation }: LedgerSnapshot,
-  entryOf: (amount: number, delta: number, reservation: string | null) => LedgerWrite['entry'],
+  of: EntryOrigin,
 ): { write: LedgerWrite } | LedgerRefusal {
   if (reservation === undefined || reservation.ref !== request.reservation) {
     return { ok: false, code: 'unknown_reservation', reservation: request.reservation };
@@ -294,7 +319,7 @@ function planAgainstReservation(
   if (request.kind === 'settle') {
     return {
       write: {
-        entry: entryOf(amount, 0, reservation.ref),
+        entry: entryOf(of, amount, 0, reservation.ref),
         balance: { ...balance, reserved: balance.reserved - amount, used: balance.used + amount },
         reservation: { ...reservation, held: held - amount, charged: charged + amount },
       },
@@ -305,7 +330,7 @@ function planAgainstReservation(
   const fromCharged = amount - fromHeld;
   return {
     write: {
-      entry: entryOf(amount, amount, reservation.ref),
+      entry: entryOf(of, amount, amount, reservation.ref),
       balance: {
         available: balance.available + amount,
         reserved: balance.reserved - fromHeld,
@@ -328,12 +353,17 @@ function commitProblem(commit: LedgerCommit): string | undefined {
   if (typeof commit !== 'object' || commit === null || !Array.isArray(commit.requests)) {
     return 'the ledger commit must be an object with a list of requests';
   }
-  const refs = new Set<string>();
-  for (const request of commit.requests) {
+  const { requests } = commit;
+  for (let i = 0; i < requests.length; i++) {
+    const request = requests[i] as LedgerRequest;
     const problem = ledgerRequestProblem(request);
     if (problem !== undefined) return problem;
-    if (refs.has(request.ref)) return `ref ${request.ref} appears twice in one commit`;
-    refs.add(request.ref);
+    // Commits hold a request or two: comparing pairs beats building a Set.
+    for (let j = 0; j < i; j++) {
+      if ((requests[j] as LedgerRequest).ref === request.ref) {
+        return `ref ${request.ref} appears twice in one commit`;
+      }
+    }
   }
   return undefined;
 }

@@ -5,9 +5,7 @@ import type {
   IdempotencyRecord,
   IpFilterPrefixes,
   KeyRecord,
-  LedgerEntry,
   RateCounter,
-  ReservationState,
   Store,
 } from '../ports/store.js';
 import {
@@ -19,16 +17,18 @@ import {
   type LedgerBook,
 } from '../service/ledger.js';
 import { rangeShape } from '../service/ip-ranges.js';
+import { LedgerColumns } from './ledger-columns.js';
 import { rateCounterOver, UNLIMITED_POINTS } from './rate-counter.js';
 import { StoreError } from './store-error.js';
 
 interface AccountBook {
   account: AccountRecord;
   balance: CreditBalance;
-  entries: LedgerEntry[];
-  byRef: Map<string, LedgerEntry>;
-  reservations: Map<string, ReservationState>;
+  /** Entries and reservations, column by column (see LedgerColumns for why). */
+  ledgerColumns: LedgerColumns;
   idempotency: Map<string, IdempotencyRecord>;
+  /** The ledger's view of this account, built once. */
+  ledger?: LedgerBook;
 }
 
 /** How many IP filters of an account use each prefix length, per family. */
@@ -94,33 +94,49 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     return books.get(accountId);
   }
 
-  /** The ledger's view of one account; writes land at once (each call runs without awaiting). */
+  /**
+   * The ledger's view of one account; writes land at once (each call runs without awaiting).
+   * Built once per account: eight closures per request were a fifth of a charged verify.
+   */
   function ledgerBook(found: AccountBook | undefined): LedgerBook {
+    if (found === undefined) return NO_BOOK;
+    return (found.ledger ??= bookOver(found));
+  }
+
+  function bookOver(found: AccountBook): LedgerBook {
     return {
-      balance: () => found?.balance,
-      entry: (ref) => found?.byRef.get(ref),
-      reservation: (ref) => found?.reservations.get(ref),
-      idempotency: (key) => found?.idempotency.get(key),
+      balance: () => found.balance,
+      entry: (ref) => found.ledgerColumns.entry(ref),
+      reservation: (ref) => found.ledgerColumns.reservation(ref),
+      idempotency: (key) => found.idempotency.get(key),
       insertEntry(entry) {
-        const filed: LedgerEntry = { ...entry, seq: ++seq };
-        const account = found as AccountBook;
-        account.entries.push(filed);
-        account.byRef.set(filed.ref, filed);
-        return filed.seq;
+        return found.ledgerColumns.append(entry, ++seq);
       },
       putReservation(reservation) {
-        (found as AccountBook).reservations.set(reservation.ref, reservation);
+        found.ledgerColumns.putReservation(reservation);
       },
       putBalance(balance) {
-        (found as AccountBook).balance = balance;
+        found.balance = balance;
       },
       putIdempotency(key, record) {
-        const map = (found as AccountBook).idempotency;
-        if (record === undefined) map.delete(key);
-        else map.set(key, record);
+        if (record === undefined) found.idempotency.delete(key);
+        else found.idempotency.set(key, record);
       },
     };
   }
+
+  const NO_BOOK: LedgerBook = {
+    balance: () => undefined,
+    entry: () => undefined,
+    reservation: () => undefined,
+    idempotency: () => undefined,
+    insertEntry() {
+      throw new StoreError('not_found', 'No such account.');
+    },
+    putReservation() {},
+    putBalance() {},
+    putIdempotency() {},
+  };
 
   const store: Store = {
     async insertAccount(account) {
@@ -130,9 +146,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       books.set(account.id, {
         account: { ...account },
         balance: EMPTY_BALANCE,
-        entries: [],
-        byRef: new Map(),
-        reservations: new Map(),
+        ledgerColumns: new LedgerColumns(account.id),
         idempotency: new Map(),
       });
     },
@@ -194,16 +208,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     async listHolds(accountId) {
       const found = book(accountId);
       if (found === undefined) return [];
-      return [...found.reservations.values()]
-        .filter((reservation) => reservation.held > 0)
-        .sort((a, b) => a.expiresAt - b.expiresAt);
+      // The order SQLite gives: expiry, then reference.
+      return found.ledgerColumns
+        .holds()
+        .sort((a, b) => a.expiresAt - b.expiresAt || (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
     },
     async sweep(at) {
       open();
       let released = 0;
       for (const [accountId, found] of books) {
-        for (const reservation of found.reservations.values()) {
-          if (reservation.held === 0 || reservation.expiresAt > at) continue;
+        for (const reservation of found.ledgerColumns.holds(at)) {
           applyLedgerRequest(accountId, expiredHoldRelease(reservation), at, ledgerBook(found));
           released++;
         }
@@ -217,9 +231,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       return book(accountId)?.balance ?? EMPTY_BALANCE;
     },
     async ledgerEntries(accountId, page = {}) {
-      const entries = book(accountId)?.entries ?? [];
-      const after = page.afterSeq ?? 0;
-      return entries.filter((entry) => entry.seq > after).slice(0, page.limit ?? entries.length);
+      const columns = book(accountId)?.ledgerColumns;
+      if (columns === undefined) return [];
+      return columns.entries(page.afterSeq ?? 0, page.limit ?? columns.size);
     },
 
     async insertFilter(filter) {

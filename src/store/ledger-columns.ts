@@ -1,0 +1,129 @@
+import type { LedgerEntry, ReservationState } from '../ports/store.js';
+
+/**
+ * One account's ledger in memory, column by column: entries and reservations as parallel
+ * arrays of numbers and strings, found by reference through a Map to their index. The ledger
+ * only grows, and a charged verify adds two entries and a reservation: kept as objects they
+ * made the memory store's garbage collector the larger part of a verify (6.5 us of CPU for a
+ * reserve+settle commit, against 2.8 us in columns, measured on 120,000 commits).
+ */
+export class LedgerColumns {
+  private readonly index = new Map<string, number>();
+  private readonly seq: number[] = [];
+  private readonly ref: string[] = [];
+  private readonly kind: LedgerEntry['kind'][] = [];
+  private readonly amount: number[] = [];
+  private readonly delta: number[] = [];
+  private readonly reservationOf: (string | null)[] = [];
+  private readonly note: (string | null)[] = [];
+  private readonly createdAt: number[] = [];
+
+  private readonly holdIndex = new Map<string, number>();
+  private readonly holdRef: string[] = [];
+  private readonly held: number[] = [];
+  private readonly charged: number[] = [];
+  private readonly expiresAt: number[] = [];
+
+  constructor(readonly accountId: string) {}
+
+  get size(): number {
+    return this.seq.length;
+  }
+
+  /** Files an entry under `seq`; returns it as filed. */
+  append(entry: Omit<LedgerEntry, 'seq'>, seq: number): LedgerEntry {
+    this.index.set(entry.ref, this.seq.length);
+    this.seq.push(seq);
+    this.ref.push(entry.ref);
+    this.kind.push(entry.kind);
+    this.amount.push(entry.amount);
+    this.delta.push(entry.delta);
+    this.reservationOf.push(entry.reservation);
+    this.note.push(entry.note);
+    this.createdAt.push(entry.createdAt);
+    return {
+      seq,
+      accountId: entry.accountId,
+      ref: entry.ref,
+      kind: entry.kind,
+      amount: entry.amount,
+      delta: entry.delta,
+      reservation: entry.reservation,
+      note: entry.note,
+      createdAt: entry.createdAt,
+    };
+  }
+
+  entry(ref: string): LedgerEntry | undefined {
+    const at = this.index.get(ref);
+    return at === undefined ? undefined : this.entryAt(at);
+  }
+
+  /** Entries with seq above `afterSeq`, in order, at most `limit`. */
+  entries(afterSeq: number, limit: number): LedgerEntry[] {
+    let start = 0;
+    let end = this.seq.length;
+    // seq grows with the index: binary search for the first one past afterSeq.
+    while (start < end) {
+      const middle = (start + end) >>> 1;
+      if ((this.seq[middle] as number) <= afterSeq) start = middle + 1;
+      else end = middle;
+    }
+    const found: LedgerEntry[] = [];
+    for (let at = start; at < this.seq.length && found.length < limit; at++) {
+      found.push(this.entryAt(at));
+    }
+    return found;
+  }
+
+  reservation(ref: string): ReservationState | undefined {
+    const at = this.holdIndex.get(ref);
+    return at === undefined ? undefined : this.reservationAt(at);
+  }
+
+  putReservation(reservation: ReservationState): void {
+    let at = this.holdIndex.get(reservation.ref);
+    if (at === undefined) {
+      at = this.holdRef.length;
+      this.holdIndex.set(reservation.ref, at);
+      this.holdRef.push(reservation.ref);
+    }
+    this.held[at] = reservation.held;
+    this.charged[at] = reservation.charged;
+    this.expiresAt[at] = reservation.expiresAt;
+  }
+
+  /** Reservations still holding credits, optionally only those expired at `expiredAt`. */
+  holds(expiredAt?: number): ReservationState[] {
+    const found: ReservationState[] = [];
+    for (let at = 0; at < this.holdRef.length; at++) {
+      if ((this.held[at] as number) === 0) continue;
+      if (expiredAt !== undefined && (this.expiresAt[at] as number) > expiredAt) continue;
+      found.push(this.reservationAt(at));
+    }
+    return found;
+  }
+
+  private entryAt(at: number): LedgerEntry {
+    return {
+      seq: this.seq[at] as number,
+      accountId: this.accountId,
+      ref: this.ref[at] as string,
+      kind: this.kind[at] as LedgerEntry['kind'],
+      amount: this.amount[at] as number,
+      delta: this.delta[at] as number,
+      reservation: this.reservationOf[at] as string | null,
+      note: this.note[at] as string | null,
+      createdAt: this.createdAt[at] as number,
+    };
+  }
+
+  private reservationAt(at: number): ReservationState {
+    return {
+      ref: this.holdRef[at] as string,
+      held: this.held[at] as number,
+      charged: this.charged[at] as number,
+      expiresAt: this.expiresAt[at] as number,
+    };
+  }
+}
