@@ -1,0 +1,80 @@
+import type { Caller, Endpoint, Service } from '../service/service.js';
+import { resolveClientIp } from './client-ip.js';
+import { badRequest } from './responses.js';
+
+/** The handler's settings, resolved once (see HandlerOptions). */
+export interface HandlerConfig {
+  readonly baseUrl: string | undefined;
+  readonly clientIp: (request: Request) => string | undefined;
+  readonly trustedProxies: readonly string[];
+  readonly cors: boolean;
+  readonly maxBodyBytes: number;
+}
+
+/** One request on its way through the handler, and what it learned about its caller. */
+export class Exchange {
+  /** Set once the key is identified and admitted: its figures go on every answer. */
+  caller: Caller | undefined;
+  /** The page origin a public key's answer may be read by (CORS), once the key admitted it. */
+  corsOrigin: string | undefined;
+
+  constructor(
+    readonly request: Request,
+    readonly url: URL,
+    readonly service: Service,
+    readonly config: HandlerConfig,
+  ) {}
+
+  /**
+   * Authenticates the key the request presents (the bearer header, else `api_key`), from the
+   * client IP the host reports (X-Forwarded-For only through a trusted proxy) and the page's
+   * Origin or Referer, and counts it against the key's rate limits.
+   */
+  async authenticate(endpoint: Endpoint, apiKey: string | undefined): Promise<Caller> {
+    const { headers } = this.request;
+    const authorization = headers.get('authorization');
+    const bearer =
+      authorization === null ? undefined : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization)?.[1];
+    if (bearer !== undefined && apiKey !== undefined && apiKey !== bearer) {
+      throw badRequest(
+        'api_key',
+        'Two different API keys: send one, as the bearer header or as api_key.',
+      );
+    }
+    const origin = headers.get('origin');
+    try {
+      this.caller = await this.service.authenticate({
+        endpoint,
+        authorization,
+        apiKey: apiKey ?? null,
+        clientIp:
+          resolveClientIp(
+            this.config.clientIp(this.request),
+            headers.get('x-forwarded-for'),
+            this.config.trustedProxies,
+          ) ?? null,
+        origin,
+        referer: headers.get('referer'),
+      });
+    } catch (error) {
+      // A public key refuses an untrusted page before counting it: a 429 to a public key was
+      // to a trusted page, whose visitor may read why.
+      if (isPublicKey(bearer ?? apiKey) && origin !== null && isRateLimit(error)) {
+        this.corsOrigin = origin;
+      }
+      throw error;
+    }
+    if (this.caller.key.kind === 'public' && origin !== null && this.config.cors) {
+      this.corsOrigin = origin;
+    }
+    return this.caller;
+  }
+}
+
+function isPublicKey(secret: string | undefined): boolean {
+  return secret?.startsWith('mv_pk_') === true;
+}
+
+function isRateLimit(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'rate_limit_exceeded';
+}

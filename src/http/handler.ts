@@ -1,0 +1,186 @@
+import type { Service } from '../service/service.js';
+import { accountRoute } from './account-route.js';
+import { batchResultsRoute, batchStatusRoute, submitBatchRoute } from './batch-route.js';
+import { remoteAddress, trustedProxyRanges } from './client-ip.js';
+import { corsHeaders, preflightResponse } from './cors.js';
+import { Exchange, type HandlerConfig } from './exchange.js';
+import { createFilterRoute, deleteFilterRoute, listFiltersRoute } from './filters-route.js';
+import { OPENAPI_DOCUMENT } from './openapi.js';
+import { MAX_BODY_BYTES } from './request-body.js';
+import { errorResponse, HttpError, rateLimitHeaders } from './responses.js';
+import { verifyRoute } from './verify-route.js';
+
+export interface HandlerOptions {
+  /**
+   * The public base URL of the API (`https://api.example.com`), for the absolute
+   * `download_url` of finished batches. Default: the origin of each request's URL.
+   */
+  readonly baseUrl?: string;
+  /**
+   * The address of the peer that sent `request`, as the host server saw its socket (a Request
+   * has no socket). Default: what `mailverdict/node` attached to the request.
+   */
+  readonly clientIp?: (request: Request) => string | undefined;
+  /**
+   * Addresses or CIDR ranges of the reverse proxies in front of the server. Only a request
+   * from one of these has its X-Forwarded-For read; by default none is, and no one can claim
+   * an address by writing the header.
+   */
+  readonly trustedProxies?: readonly string[];
+  /** Answer CORS for public keys (preflights of GET /v1/verify, trusted origins). Default true. */
+  readonly cors?: boolean;
+  /** Largest POST body in bytes; more is a 413. Default 16 MiB. */
+  readonly maxBodyBytes?: number;
+  /**
+   * Told of every error that became a 500 (bugs, a failing store), with the request, for
+   * logging: the client sees only a generic `internal_error`. Default: console.error.
+   */
+  readonly onError?: (error: unknown, request: Request) => void;
+}
+
+/** A fetch handler: what Hono, Bun, Deno, workers and `mailverdict/node` all mount. */
+export type FetchHandler = (request: Request) => Promise<Response>;
+
+type RouteHandler = (exchange: Exchange, id: string) => Promise<Response>;
+interface Route {
+  /** The methods and what each does; OPTIONS is answered for every route. */
+  readonly methods: Readonly<Record<string, RouteHandler>>;
+  readonly allow: string;
+}
+
+function route(methods: Record<string, RouteHandler>): Route {
+  return { methods, allow: [...Object.keys(methods), 'OPTIONS'].join(', ') };
+}
+
+const ROUTES = {
+  verify: route({ GET: verifyRoute, POST: submitBatchRoute }),
+  batch: route({ GET: batchStatusRoute }),
+  results: route({ GET: batchResultsRoute }),
+  filters: route({ GET: listFiltersRoute, POST: createFilterRoute }),
+  filter: route({ DELETE: deleteFilterRoute }),
+  account: route({ GET: accountRoute }),
+  openapi: route({ GET: async () => openApiResponse() }),
+} as const;
+
+/** The route a path names and the id segment in it, or undefined (404). */
+function match(pathname: string): { route: Route; id: string } | undefined {
+  const segments = pathname.split('/');
+  if (segments[0] !== '' || segments[1] !== 'v1') return undefined;
+  const [, , name, id, tail, ...rest] = segments;
+  if (rest.length > 0 || id === '' || tail === '') return undefined;
+  if (name === 'verify') {
+    if (id === undefined) return { route: ROUTES.verify, id: '' };
+    if (tail === undefined) return { route: ROUTES.batch, id };
+    return tail === 'results' ? { route: ROUTES.results, id } : undefined;
+  }
+  if (tail !== undefined) return undefined;
+  if (name === 'filters') {
+    return id === undefined ? { route: ROUTES.filters, id: '' } : { route: ROUTES.filter, id };
+  }
+  if (id !== undefined) return undefined;
+  if (name === 'account') return { route: ROUTES.account, id: '' };
+  if (name === 'openapi.json') return { route: ROUTES.openapi, id: '' };
+  return undefined;
+}
+
+/**
+ * The /v1 API (DESIGN 5, 7) as a web-standard fetch handler: `(Request) => Promise<Response>`,
+ * framework-free, so that node:http (through `mailverdict/node`), Hono, Express (through a
+ * few lines of adapter), Bun and Deno all mount it. Every refusal is the JSON envelope of
+ * DESIGN 5.6; every answer to an identified key carries its X-RateLimit-* headers.
+ *
+ * @example
+ * import { createHandler } from 'mailverdict/http';
+ * const handler = createHandler(service, { baseUrl: 'https://api.example.com' });
+ * const response = await handler(new Request('https://api.example.com/v1/account', {
+ *   headers: { authorization: `Bearer ${secret}` },
+ * }));
+ */
+export function createHandler(service: Service, options: HandlerOptions = {}): FetchHandler {
+  const config: HandlerConfig = {
+    baseUrl: options.baseUrl,
+    clientIp: options.clientIp ?? remoteAddress,
+    trustedProxies: trustedProxyRanges(options.trustedProxies),
+    cors: options.cors ?? true,
+    maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
+  };
+  const onError =
+    options.onError ??
+    ((error: unknown) => {
+      console.error('mailverdict: internal error answering a request:', error);
+    });
+
+  return async (request) => {
+    let exchange: Exchange | undefined;
+    let response: Response;
+    try {
+      const url = new URL(request.url);
+      exchange = new Exchange(request, url, service, config);
+      response = await dispatch(exchange);
+    } catch (error) {
+      response = errorResponse(error, (bug) => onError(bug, request));
+    }
+    return exchange === undefined ? response : finish(exchange, response);
+  };
+}
+
+async function dispatch(exchange: Exchange): Promise<Response> {
+  const found = match(exchange.url.pathname);
+  if (found === undefined) {
+    throw new HttpError(404, 'not_found', 'No such endpoint; see /v1/openapi.json.');
+  }
+  const { method } = exchange.request;
+  if (method === 'OPTIONS') return options(exchange, found.route);
+  const handle = found.route.methods[method];
+  if (handle === undefined) {
+    throw new HttpError(
+      405,
+      'method_not_allowed',
+      `${method.slice(0, 16)} is not allowed here; allowed: ${found.route.allow}.`,
+      {},
+      { allow: found.route.allow },
+    );
+  }
+  return handle(exchange, found.id);
+}
+
+/** A CORS preflight of GET /v1/verify, or the methods a route takes. */
+function options(exchange: Exchange, found: Route): Response {
+  const { headers } = exchange.request;
+  const origin = headers.get('origin');
+  if (found === ROUTES.verify && origin !== null && exchange.config.cors) {
+    return preflightResponse(origin, headers.get('access-control-request-method'));
+  }
+  return new Response(null, { status: 204, headers: { allow: found.allow } });
+}
+
+/** Puts the identified key's rate-limit figures and any CORS grant on the answer. */
+function finish(exchange: Exchange, response: Response): Response {
+  const { caller, corsOrigin } = exchange;
+  if (caller === undefined && corsOrigin === undefined) return response;
+  const { headers } = response;
+  if (caller !== undefined && !headers.has('x-ratelimit-limit')) {
+    for (const [name, value] of Object.entries(rateLimitHeaders(caller.rateLimit))) {
+      headers.set(name, value);
+    }
+  }
+  if (corsOrigin !== undefined) {
+    for (const [name, value] of Object.entries(corsHeaders(corsOrigin))) headers.set(name, value);
+  }
+  return response;
+}
+
+let openApiBody: string | undefined;
+
+function openApiResponse(): Response {
+  // Serialized once: 40 KB of JSON is worth not rebuilding per request.
+  openApiBody ??= JSON.stringify(OPENAPI_DOCUMENT);
+  return new Response(openApiBody, {
+    status: 200,
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'public, max-age=3600',
+      'access-control-allow-origin': '*',
+    },
+  });
+}

@@ -1,0 +1,284 @@
+import {
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Service } from '../service/service.js';
+import { withRemoteAddress } from './client-ip.js';
+import { createHandler, type FetchHandler, type HandlerOptions } from './handler.js';
+
+/** How long `close()` waits for requests in flight before cutting their connections. */
+export const SHUTDOWN_TIMEOUT_MS = 30_000;
+/** Bytes of request body buffered ahead of the handler's reading: back-pressure beyond. */
+const BODY_HIGH_WATER_MARK = 64 * 1024;
+
+const NO_BODY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
+
+/**
+ * A node:http request listener for a fetch handler: the IncomingMessage becomes a Request
+ * (its body a stream read as the handler asks, the socket's address attached for
+ * `clientIp`, its signal aborted when the client goes away) and the Response is written back
+ * with back-pressure.
+ */
+export function createNodeListener(handler: FetchHandler): RequestListener {
+  return (incoming, outgoing) => {
+    void answer(handler, incoming, outgoing);
+  };
+}
+
+async function answer(
+  handler: FetchHandler,
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+): Promise<void> {
+  const abort = new AbortController();
+  outgoing.once('close', () => {
+    if (!outgoing.writableFinished) abort.abort(new Error('The client went away.'));
+  });
+  let request: Request;
+  const body = bodyOf(incoming);
+  try {
+    request = new Request(urlOf(incoming), {
+      method: incoming.method ?? 'GET',
+      headers: headersOf(incoming),
+      signal: abort.signal,
+      ...(body === undefined ? {} : { body: body.stream, duplex: 'half' }),
+    });
+  } catch {
+    outgoing.writeHead(400, {
+      'content-type': 'application/json; charset=utf-8',
+      connection: 'close',
+    });
+    outgoing.end(
+      JSON.stringify({
+        error: 'invalid_request',
+        message: 'The request line or a header is malformed.',
+      }),
+    );
+    return;
+  }
+  withRemoteAddress(request, incoming.socket.remoteAddress);
+  const response = await handler(request);
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  // A body the handler did not read to the end (a 413, an early refusal) is not drained: the
+  // connection closes after the answer instead of swallowing megabytes for keep-alive.
+  if (body !== undefined && !body.finished()) headers.connection = 'close';
+  outgoing.writeHead(response.status, headers);
+  if (response.body === null) {
+    outgoing.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!outgoing.write(value)) {
+        await new Promise<void>((resolve) => {
+          const resume = (): void => {
+            outgoing.off('drain', resume);
+            outgoing.off('close', resume);
+            resolve();
+          };
+          outgoing.on('drain', resume);
+          outgoing.on('close', resume);
+        });
+      }
+      if (outgoing.destroyed) {
+        await reader.cancel();
+        return;
+      }
+    }
+    outgoing.end();
+  } catch (error) {
+    // The status line is out: a stream that fails midway can only be cut short.
+    outgoing.destroy(error as Error);
+  }
+}
+
+function urlOf(incoming: IncomingMessage): string {
+  const path = incoming.url ?? '/';
+  if (!path.startsWith('/')) throw new TypeError('absolute-form request target');
+  const host = incoming.headers.host;
+  return `http://${host === undefined || host === '' ? 'localhost' : host}${path}`;
+}
+
+function headersOf(incoming: IncomingMessage): Headers {
+  const headers = new Headers();
+  const raw = incoming.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2)
+    headers.append(raw[i] as string, raw[i + 1] as string);
+  return headers;
+}
+
+/**
+ * The request body as a web stream that reads from the socket only as fast as the handler
+ * consumes it; cancelling it (the handler stopped at its size cap) stops delivering.
+ */
+function bodyOf(
+  incoming: IncomingMessage,
+): { stream: ReadableStream<Uint8Array>; finished: () => boolean } | undefined {
+  if (
+    NO_BODY.has(incoming.method ?? 'GET') &&
+    incoming.headers['content-length'] === undefined &&
+    incoming.headers['transfer-encoding'] === undefined
+  ) {
+    return undefined;
+  }
+  let ended = false;
+  incoming.once('end', () => {
+    ended = true;
+  });
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        incoming.on('data', (chunk: Buffer) => {
+          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          if ((controller.desiredSize ?? 0) <= 0) incoming.pause();
+        });
+        incoming.once('end', () => controller.close());
+        incoming.once('error', (error) => controller.error(error));
+        incoming.pause();
+      },
+      pull() {
+        incoming.resume();
+      },
+      cancel() {
+        incoming.removeAllListeners('data');
+        incoming.pause();
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: BODY_HIGH_WATER_MARK }),
+  );
+  return { stream, finished: () => ended };
+}
+
+export interface ServeOptions extends HandlerOptions {
+  /** Port to listen on; 0 (the default) picks a free one. */
+  readonly port?: number;
+  /** Address to listen on. Default: 127.0.0.1 (loopback: exposing it is a choice). */
+  readonly hostname?: string;
+  /** How long `close()` lets requests in flight finish. Default 30 s. */
+  readonly shutdownTimeoutMs?: number;
+}
+
+/** A running server: where it listens, and how to stop it gracefully. */
+export interface RunningServer {
+  readonly server: Server;
+  readonly port: number;
+  /** `http://host:port`, for clients and tests. */
+  readonly url: string;
+  /**
+   * Stops accepting connections, lets requests in flight finish (up to the shutdown timeout,
+   * then cuts them), closes idle keep-alive connections, and stops the service's running batch
+   * jobs so that they resume on the next start. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the /v1 API of `service` on node:http (DESIGN 7). The client IP a private key's
+ * allow-list and a public key's daily limit see is the socket's peer address (X-Forwarded-For
+ * only from `trustedProxies`).
+ *
+ * @example
+ * import { serve } from 'mailverdict/node';
+ * const server = await serve(service, { port: 8080 });
+ * process.once('SIGTERM', () => void server.close());
+ */
+export async function serve(service: Service, options: ServeOptions = {}): Promise<RunningServer> {
+  const handler = createHandler(service, options);
+  const listener = createNodeListener(handler);
+  const active = new Set<ServerResponse>();
+  const sockets = new Set<Socket>();
+  let closing: Promise<void> | undefined;
+  let drained: (() => void) | undefined;
+
+  const server = createServer((incoming, outgoing) => {
+    active.add(outgoing);
+    if (closing !== undefined) outgoing.setHeader('connection', 'close');
+    outgoing.once('close', () => {
+      active.delete(outgoing);
+      if (closing !== undefined) {
+        server.closeIdleConnections();
+        if (active.size === 0) drained?.();
+      }
+    });
+    listener(incoming, outgoing);
+  });
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  // Node answers malformed requests (a request line or headers over 16 KB) itself, without a
+  // body: answer the envelope instead.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const body = JSON.stringify({
+      error: 'invalid_request',
+      message:
+        error.code === 'HPE_HEADER_OVERFLOW'
+          ? 'The request line and headers are too large.'
+          : 'The request is not valid HTTP.',
+      field: 'headers',
+    });
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
+
+  const hostname = options.hostname ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, hostname, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = hostname.includes(':') ? `[${hostname}]` : hostname;
+
+  return {
+    server,
+    port,
+    url: `http://${host}:${port}`,
+    close() {
+      closing ??= (async () => {
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        if (active.size > 0) {
+          const finished = new Promise<void>((resolve) => {
+            drained = resolve;
+          });
+          const timeout = options.shutdownTimeoutMs ?? SHUTDOWN_TIMEOUT_MS;
+          let timer: NodeJS.Timeout | undefined;
+          const expired = new Promise<void>((resolve) => {
+            timer = setTimeout(resolve, timeout);
+          });
+          await Promise.race([finished, expired]);
+          clearTimeout(timer);
+        }
+        for (const socket of sockets) socket.destroy();
+        await stopped;
+        await stopService(service);
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Stops the service's batch runners, when it has them, so that jobs resume on the next start. */
+async function stopService(service: Service): Promise<void> {
+  const stop = (service as { stop?: () => Promise<void> | void }).stop;
+  if (typeof stop === 'function') await stop.call(service);
+}

@@ -1,0 +1,86 @@
+import type { RateLimitStatus } from '../service/rate-limits.js';
+import { ServiceError } from '../service/service-error.js';
+
+/**
+ * A refusal of the HTTP layer itself, before the service is asked: a wrong method, a body
+ * that is not JSON, a route that does not exist. It answers the same envelope as a
+ * ServiceError (DESIGN 5.6), with the few codes HTTP adds.
+ */
+export class HttpError extends Error {
+  override readonly name = 'HttpError';
+
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly context: Readonly<Record<string, unknown>> = {},
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** `invalid_request` of the HTTP layer, naming the parameter at fault. */
+export function badRequest(field: string, message: string): HttpError {
+  return new HttpError(400, 'invalid_request', message, { field });
+}
+
+/** Headers every answer carries: JSON, never cached, never sniffed. */
+const JSON_HEADERS = {
+  'content-type': 'application/json; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+} as const;
+
+/** A JSON response with the given status and extra headers. */
+export function json(
+  status: number,
+  body: unknown,
+  headers?: Readonly<Record<string, string>>,
+): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: headers === undefined ? JSON_HEADERS : { ...JSON_HEADERS, ...headers },
+  });
+}
+
+/** X-RateLimit-* (DESIGN 5.2): the per-minute limit, what is left, the reset in Unix seconds. */
+export function rateLimitHeaders(status: RateLimitStatus): Record<string, string> {
+  return {
+    'x-ratelimit-limit': String(status.limit),
+    'x-ratelimit-remaining': String(status.remaining),
+    'x-ratelimit-reset': String(status.reset),
+  };
+}
+
+/**
+ * The one place an error becomes a response (STYLE: errors). A ServiceError or HttpError is
+ * its envelope; a 429 adds Retry-After; anything else is a bug: reported through `onError`
+ * and answered a generic 500 that says nothing about our internals.
+ */
+export function errorResponse(error: unknown, report: (error: unknown) => void): Response {
+  if (error instanceof HttpError) {
+    return json(
+      error.status,
+      { error: error.code, message: error.message, ...error.context },
+      error.headers,
+    );
+  }
+  if (error instanceof ServiceError && error.code !== 'internal_error') {
+    const headers: Record<string, string> =
+      error.rateLimit === undefined ? {} : rateLimitHeaders(error.rateLimit);
+    const retryAfter = error.context.retry_after;
+    if (error.code === 'rate_limit_exceeded' && typeof retryAfter === 'number') {
+      headers['retry-after'] = String(retryAfter);
+    }
+    return json(error.status, error.toJSON(), headers);
+  }
+  report(error);
+  // A ServiceError's internal_error message is written for callers (the store failed, a hold
+  // lapsed); anything else may carry a path, a query or a stack in its message.
+  const message =
+    error instanceof ServiceError
+      ? error.message
+      : 'Something went wrong on our side; the request may be retried.';
+  return json(500, { error: 'internal_error', message });
+}

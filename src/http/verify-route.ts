@@ -1,0 +1,120 @@
+import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
+import {
+  parseFields,
+  selectFields,
+  toCompact,
+  toDetailed,
+  toShapeB,
+  UnknownFieldError,
+  type DetailedField,
+} from '../format/shapes.js';
+import type { Verdict } from '../engine/verdict.js';
+import { optional } from '../optional.js';
+import type { Exchange } from './exchange.js';
+import { booleanParameter, readQuery } from './query.js';
+import { badRequest, HttpError, json } from './responses.js';
+
+const PARAMETERS = ['email', 'method', 'detailed', 'fields', 'smtp', 'site_source', 'api_key'];
+const FORM_A_ONLY = ['method', 'detailed', 'fields'];
+// C0 controls and DEL: never echoed into a JSON answer a page may put in its DOM or a log.
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+/** Longest `site_source` echoed back: a page name or URL, not a document. */
+const MAX_SITE_SOURCE_LENGTH = 500;
+
+/** What the response looks like (DESIGN 2.4). */
+type Shape =
+  | { kind: 'compact' }
+  | { kind: 'detailed' }
+  | { kind: 'fields'; fields: readonly DetailedField[] }
+  | { kind: 'b'; siteSource: string | undefined };
+
+/**
+ * GET /v1/verify: one address, in shape A (`method`, `detailed`, `fields`) or, when a form B
+ * parameter (`smtp`, `site_source`) is present, shape B. Every parameter is checked before the
+ * key is looked up: a malformed request costs nothing, not even a rate-limit hit.
+ */
+export async function verifyRoute(exchange: Exchange): Promise<Response> {
+  const query = readQuery(exchange.url, PARAMETERS);
+  const email = query.get('email');
+  if (email === undefined || email === '') throw badRequest('email', 'email is required.');
+  const { method, shape } = shapeOf(query);
+  const caller = await exchange.authenticate('verify', query.get('api_key'));
+  const requestId = exchange.request.headers.get('idempotency-key') ?? undefined;
+  let verdict: Verdict;
+  try {
+    ({ verdict } = await exchange.service.verify(caller, email, {
+      method,
+      signal: exchange.request.signal,
+      ...optional('requestId', requestId),
+    }));
+  } catch (error) {
+    // The engine refuses the smtp method when it cannot reach mail servers (an offline
+    // server): the caller asked for something this server does not offer, not a bug.
+    if (method === 'smtp' && error instanceof TypeError) {
+      const field = shape.kind === 'b' ? 'smtp' : 'method';
+      throw badRequest(
+        field,
+        `This server cannot probe mailboxes (it runs offline): use ${field === 'smtp' ? 'smtp=false' : 'method=standard'}.`,
+      );
+    }
+    throw error;
+  }
+  switch (shape.kind) {
+    case 'b':
+      return json(200, toShapeB(verdict, shape.siteSource));
+    case 'fields':
+      return json(200, selectFields(verdict, shape.fields));
+    case 'detailed':
+      return json(200, toDetailed(verdict));
+    case 'compact':
+      return json(200, toCompact(verdict));
+  }
+}
+
+function shapeOf(query: ReadonlyMap<string, string>): { method: MethodName; shape: Shape } {
+  if (query.has('smtp') || query.has('site_source')) {
+    const mixed = FORM_A_ONLY.find((name) => query.has(name));
+    if (mixed !== undefined) {
+      throw badRequest(
+        mixed,
+        `${mixed} belongs to shape A and cannot be mixed with smtp or site_source (shape B).`,
+      );
+    }
+    const siteSource = query.get('site_source');
+    if (
+      siteSource !== undefined &&
+      (siteSource.length > MAX_SITE_SOURCE_LENGTH || CONTROL_CHARACTER.test(siteSource))
+    ) {
+      throw badRequest(
+        'site_source',
+        `site_source must be at most ${MAX_SITE_SOURCE_LENGTH} characters without control characters.`,
+      );
+    }
+    // DESIGN 2.4: in form B, smtp=true (the default) is the smtp method, smtp=false standard.
+    const smtp = booleanParameter(query, 'smtp') ?? true;
+    return { method: smtp ? 'smtp' : 'standard', shape: { kind: 'b', siteSource } };
+  }
+  const methodName = query.get('method') ?? 'standard';
+  if (!(METHOD_NAMES as readonly string[]).includes(methodName)) {
+    throw badRequest('method', `method must be one of ${METHOD_NAMES.join(', ')}.`);
+  }
+  const method = methodName as MethodName;
+  const detailed = booleanParameter(query, 'detailed');
+  const selection = query.get('fields');
+  if (selection === undefined) {
+    return { method, shape: { kind: detailed === true ? 'detailed' : 'compact' } };
+  }
+  if (detailed === false) {
+    throw badRequest('fields', 'fields selects from the detailed shape: drop detailed=false.');
+  }
+  try {
+    return { method, shape: { kind: 'fields', fields: parseFields(selection) } };
+  } catch (error) {
+    if (!(error instanceof UnknownFieldError)) throw error;
+    throw new HttpError(400, 'invalid_request', error.message, {
+      field: 'fields',
+      allowed: error.allowed,
+    });
+  }
+}
