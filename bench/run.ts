@@ -113,6 +113,8 @@ for (const [name, unit] of [
   console.log(`| ${name} x 1 MB | ${d.ms.toFixed(4)} | ${r.ms.toFixed(4)} | ${d.code} |`);
 }
 
+printBundleSize(await parseBundleSize());
+
 // Cold start: a fresh process importing the built package and producing its first verdict.
 const root = fileURLToPath(new URL('..', import.meta.url));
 function coldStart(args: string[]): { ms: number; rssMb: number } {

@@ -7,6 +7,7 @@ export {
   MAX_LOCAL_OCTETS,
 } from './address/limits.js';
 export type { ParseAddressOptions, ParsedAddress, ParseResult } from './address/parse.js';
+export { PARSE_ERROR_CODES } from './address/errors.js';
 export type { ParseErrorCode, ParseFailure, PartFailure } from './address/errors.js';
 export { DEFAULT_PROFILE, RFC_PROFILE, PROFILES } from './address/options.js';
 export type { ParseOptions, ProfileName } from './address/options.js';

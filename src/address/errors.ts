@@ -2,32 +2,35 @@
  * Why an address failed to parse. Stable snake_case codes: users switch on them, so a code
  * is never renamed; new ones may be added.
  */
-export type ParseErrorCode =
-  | 'not_a_string'
-  | 'empty'
-  | 'too_long'
-  | 'no_at_sign'
-  | 'empty_local'
-  | 'empty_domain'
-  | 'local_too_long'
-  | 'domain_too_long'
-  | 'label_too_long'
-  | 'bad_character'
-  | 'unsafe_character'
-  | 'leading_dot'
-  | 'trailing_dot'
-  | 'consecutive_dots'
-  | 'hyphen_position'
-  | 'invalid_idn'
-  | 'domain_needs_dot'
-  | 'invalid_tld'
-  | 'special_use_domain'
-  | 'quoted_local_not_allowed'
-  | 'unclosed_quote'
-  | 'domain_literal_not_allowed'
-  | 'invalid_domain_literal'
-  | 'display_name_not_allowed'
-  | 'smtputf8_not_allowed';
+export const PARSE_ERROR_CODES = [
+  'not_a_string',
+  'empty',
+  'too_long',
+  'no_at_sign',
+  'empty_local',
+  'empty_domain',
+  'local_too_long',
+  'domain_too_long',
+  'label_too_long',
+  'bad_character',
+  'unsafe_character',
+  'leading_dot',
+  'trailing_dot',
+  'consecutive_dots',
+  'hyphen_position',
+  'invalid_idn',
+  'domain_needs_dot',
+  'invalid_tld',
+  'special_use_domain',
+  'quoted_local_not_allowed',
+  'unclosed_quote',
+  'domain_literal_not_allowed',
+  'invalid_domain_literal',
+  'display_name_not_allowed',
+  'smtputf8_not_allowed',
+] as const;
+
+export type ParseErrorCode = (typeof PARSE_ERROR_CODES)[number];
 
 /** Why one part of the address (local part, domain) failed: a code and a sentence. */
 export interface PartFailure {
