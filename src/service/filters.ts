@@ -5,7 +5,7 @@ import type { FilterAction, FilterRecord, FilterType } from '../ports/store.js';
 import type { AccountRef } from './auth.js';
 import { accountOf, type ServiceContext } from './context.js';
 import { domainChain, emailKey, literalIp, normalizeFilterValue } from './filter-values.js';
-import { canonicalIp, containingRanges, rangeHostBits } from './ip-ranges.js';
+import { containingRangesByFamily, rangeHostBits } from './ip-ranges.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 import {
   answering,
@@ -89,10 +89,7 @@ export function createFilters(ctx: ServiceContext): Filters {
     const ips = literal !== undefined ? [literal] : await mailHostIps(parsed.asciiDomain, signal);
     const candidates = new Set<string>();
     for (const ip of ips) {
-      const canonical = canonicalIp(ip);
-      if (canonical === undefined) continue;
-      const lengths = canonical.includes(':') ? prefixes.v6 : prefixes.v4;
-      for (const range of containingRanges(canonical, lengths)) candidates.add(range);
+      for (const range of containingRangesByFamily(ip, prefixes)) candidates.add(range);
     }
     if (candidates.size === 0) return undefined;
     return mostSpecificRange(await store.findFilters(accountId, 'ip_address', [...candidates]));

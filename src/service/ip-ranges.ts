@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { boundedMemo } from '../address/memo.js';
 
 /** An IP address or CIDR range in canonical text: `192.0.2.0/24`, `2001:db8::/32`, `192.0.2.7`. */
 export type CanonicalRange = string;
@@ -84,17 +85,54 @@ export function rangeHostBits(range: CanonicalRange): number {
 /**
  * The canonical ranges of each prefix length in `prefixes` that contain `ip`, in the form
  * `canonicalRange` writes them (so they can be looked up as filter values): the matching
- * ranges of any prefix length, found by lookup rather than by a scan of every range. `ip` is
- * canonical (IPv4-mapped addresses already IPv4); prefixes longer than its family are skipped.
+ * ranges of any prefix length, found by lookup rather than by a scan of every range. An
+ * IPv4-mapped address counts as IPv4; prefixes longer than its family are skipped. The
+ * answer is shared: do not change it.
  */
-export function containingRanges(ip: string, prefixes: readonly number[]): CanonicalRange[] {
-  const address = parseStrictIp(ip);
-  if (address === undefined) return [];
+export function containingRanges(
+  ip: string,
+  prefixes: readonly number[],
+): readonly CanonicalRange[] {
+  return rangesMemo(`${prefixes.join(',')} ${ip}`);
+}
+
+/**
+ * `containingRanges` with the prefix lengths of the address's own family: `v4` for IPv4 (and
+ * IPv4-mapped IPv6), `v6` for IPv6.
+ */
+export function containingRangesByFamily(
+  ip: string,
+  prefixes: { readonly v4: readonly number[]; readonly v6: readonly number[] },
+): readonly CanonicalRange[] {
+  const v4 = prefixes.v4.join(',');
+  const v6 = prefixes.v6.join(',');
+  // Both families' lengths are tried only when they are the same: a mapped address is IPv4.
+  return v4 === v6
+    ? rangesMemo(`${v4} ${ip}`)
+    : [...rangesMemo(`${v4} ${ip}`, 32), ...rangesMemo(`${v6} ${ip}`, 128)];
+}
+
+/**
+ * The ranges for `lengths ip` (a memo key), of an address of width `only` if given. Matching
+ * reads the same few MX hosts' IPs for address after address of a list: remembered, an
+ * address's ranges are a Map read instead of a parse (an IPv6 address about 3 µs) and a
+ * formatted range per length (about 1 µs each).
+ */
+function rangesMemo(key: string, only?: 32 | 128): readonly CanonicalRange[] {
+  const ranges = memo(key);
+  return only === undefined || ranges.width === only ? ranges.ranges : [];
+}
+
+const memo = boundedMemo((key: string): { width: number; ranges: readonly CanonicalRange[] } => {
+  const space = key.indexOf(' ');
+  const address = parseStrictIp(key.slice(space + 1));
+  if (address === undefined) return { width: 0, ranges: [] };
   const probe = unmapped(address);
   const bytes = probe.toByteArray();
   const width = bytes.length * 8;
   const ranges: CanonicalRange[] = [];
-  for (const bits of prefixes) {
+  for (const text of space === 0 ? [] : key.slice(0, space).split(',')) {
+    const bits = Number(text);
     if (!Number.isInteger(bits) || bits < 0 || bits > width) continue;
     if (bits === width) {
       ranges.push(probe.toString());
@@ -108,8 +146,8 @@ export function containingRanges(ip: string, prefixes: readonly number[]): Canon
     });
     ranges.push(`${ipaddr.fromByteArray(masked).toString()}/${bits}`);
   }
-  return ranges;
-}
+  return { width, ranges };
+}, 4096);
 
 /**
  * The key under which an end user's requests are counted: the IPv4 address, or the /64 of an

@@ -35,6 +35,8 @@ interface AccountBook {
 interface IpPrefixCounts {
   readonly v4: Map<number, number>;
   readonly v6: Map<number, number>;
+  /** The answer of ipFilterPrefixes, until a filter of the account changes. */
+  inUse?: IpFilterPrefixes | undefined;
 }
 
 const NO_IP_PREFIXES: IpFilterPrefixes = Object.freeze({ v4: [], v6: [] });
@@ -54,6 +56,7 @@ function countIpPrefix(
   const count = (family.get(bits) ?? 0) + change;
   if (count > 0) family.set(bits, count);
   else family.delete(bits);
+  counts.inUse = undefined;
   if (counts.v4.size === 0 && counts.v6.size === 0) all.delete(filter.accountId);
 }
 
@@ -282,7 +285,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       const counts = ipPrefixes.get(accountId);
       if (counts === undefined) return NO_IP_PREFIXES;
       const inUse = (family: Map<number, number>) => [...family.keys()].sort((a, b) => a - b);
-      return { v4: inUse(counts.v4), v6: inUse(counts.v6) };
+      // Asked on every verify that can match an IP, changed only with the filters.
+      counts.inUse ??= Object.freeze({ v4: inUse(counts.v4), v6: inUse(counts.v6) });
+      return counts.inUse;
     },
 
     rateCounter(name, windowMs) {

@@ -424,7 +424,67 @@ const SLOTS: readonly Slot[] = [
 ];
 
 /** Entries that take no argument: nothing hostile to pass. */
-const WITHOUT_PARAMETERS = new Set(['admin.sweepHolds']);
+const WITHOUT_PARAMETERS = new Set(['admin.sweepHolds', 'service.start', 'service.stop']);
+
+/**
+ * The batch endpoints (DESIGN 5.5, issue 12), called by name: they are typed in their own
+ * module, and a table row must not fail to compile where they are not there yet.
+ */
+function batch(w: World, entry: string, ...args: unknown[]): Promise<unknown> {
+  const service = w.service as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+  const call = service[entry];
+  if (call === undefined) return Promise.reject(new Error(`no service.${entry}`));
+  return call(...args);
+}
+
+const BATCH = { emails: ['erin@example.org'] };
+
+const BATCH_SLOTS: readonly Slot[] = [
+  ...callerSlots('service.submitBatch', (w, c) => batch(w, 'submitBatch', c, BATCH)),
+  {
+    entry: 'service.submitBatch',
+    field: 'batch',
+    call: (w, v) => batch(w, 'submitBatch', w.caller, v),
+    otherwise: when([OBJECTS, ['invalid_request', 'emails']]),
+  },
+  {
+    entry: 'service.submitBatch',
+    field: 'emails',
+    call: (w, v) => batch(w, 'submitBatch', w.caller, { emails: v }),
+  },
+  ...(
+    [
+      ['method', 'method', ABSENT],
+      ['callbackUrl', 'callback_url', [...ABSENT, 'null']],
+    ] as const
+  ).map(([name, field, fine]) => ({
+    entry: 'service.submitBatch',
+    field,
+    call: (w: World, v: unknown) => batch(w, 'submitBatch', w.caller, { ...BATCH, [name]: v }),
+    otherwise: when([fine, 'ok']),
+  })),
+  {
+    entry: 'service.submitBatch',
+    field: 'options',
+    call: (w, v) => batch(w, 'submitBatch', w.caller, BATCH, v),
+    otherwise: when([[...ABSENT, ...OBJECTS], 'ok']),
+  },
+  {
+    entry: 'service.submitBatch',
+    field: 'request_id',
+    call: (w, v) => batch(w, 'submitBatch', w.caller, BATCH, { requestId: v }),
+    otherwise: when([[...ABSENT, ...STRINGS], 'ok']),
+  },
+  ...(['batchStatus', 'batchResults'] as const).flatMap((entry) => [
+    ...callerSlots(`service.${entry}`, (w, c) => batch(w, entry, c, 'job_none')),
+    {
+      entry: `service.${entry}`,
+      field: 'id',
+      call: (w: World, v: unknown) => batch(w, entry, w.caller, v),
+      otherwise: when([STRINGS, 'not_found']),
+    },
+  ]),
+];
 
 /** The public key's request headers, one of them replaced by a hostile value. */
 function publicKeySlots(): Slot[] {
@@ -444,7 +504,7 @@ function publicKeySlots(): Slot[] {
   }));
 }
 
-const ALL_SLOTS = [...SLOTS, ...publicKeySlots()];
+const ALL_SLOTS = [...SLOTS, ...publicKeySlots(), ...BATCH_SLOTS];
 
 async function makeWorld(store: Store): Promise<World> {
   // The same ids on both stores, so that their answers can be compared word for word.
@@ -577,6 +637,9 @@ describe.each(stores)('hostile arguments on the %s store', (storeName, makeStore
       const { store, dump } = makeStore();
       const world = await makeWorld(store);
       try {
+        // A row for an entry this build does not have (batch jobs arrive with issue 12).
+        const [side, name] = slot.entry.split('.') as [string, string];
+        if (!(name in (side === 'admin' ? world.service.admin : world.service))) return;
         for (const [label, value] of HOSTILE) {
           // Own properties only: the label `__proto__` must not read Object.prototype.
           const outcome =

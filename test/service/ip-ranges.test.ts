@@ -5,6 +5,7 @@ import {
   canonicalRange,
   clientKey,
   containingRanges,
+  containingRangesByFamily,
   ipInRange,
   rangeBits,
   rangeHostBits,
@@ -83,6 +84,20 @@ describe('ranges found by lookup', () => {
       '2001:db8:1:2::9',
     ]);
     expect(containingRanges('not an ip', [0])).toEqual([]);
+  });
+
+  it('takes the prefix lengths of the family of the address, a mapped one as IPv4', () => {
+    const prefixes = { v4: [8, 32], v6: [32, 128] };
+    expect(containingRangesByFamily('10.1.2.3', prefixes)).toEqual(['10.0.0.0/8', '10.1.2.3']);
+    expect(containingRangesByFamily('::ffff:10.1.2.3', prefixes)).toEqual([
+      '10.0.0.0/8',
+      '10.1.2.3',
+    ]);
+    expect(containingRangesByFamily('2001:db8::7', prefixes)).toEqual([
+      '2001:db8::/32',
+      '2001:db8::7',
+    ]);
+    expect(containingRangesByFamily('junk', prefixes)).toEqual([]);
   });
 
   it('ranks ranges of both families by how many addresses they hold', () => {
