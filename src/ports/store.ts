@@ -1,5 +1,9 @@
+// Batch jobs (issue 12): their part of the port is in batch-store.ts.
+import type { BatchStore } from './batch-store.js';
 import type { KeyKind } from '../service/api-keys.js';
 import type { PlanName } from '../service/plans.js';
+
+export type * from './batch-store.js';
 
 /** An account as stored: who it is, its plan and when its billing periods start. */
 export interface AccountRecord {
@@ -232,7 +236,7 @@ export interface IpFilterPrefixes {
  * Implementations: `createMemoryStore()` (mailverdict) and `createSqliteStore()`
  * (mailverdict/sqlite); both pass one contract suite.
  */
-export interface Store {
+export interface Store extends BatchStore {
   insertAccount(account: AccountRecord): Promise<void>;
   getAccount(id: string): Promise<AccountRecord | undefined>;
   updateAccount(

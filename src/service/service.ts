@@ -5,6 +5,7 @@ import { createAccounts, type Accounts } from './account.js';
 import { createAdmin, type ServiceAdmin } from './admin.js';
 import { cryptoRandomBytes, type RandomBytes } from './api-keys.js';
 import { createAuth, type Auth } from './auth.js';
+import { createBatches, type BatchOptions, type Batches, type BatchWork } from './batch/batch.js';
 import { createCharging, type Charging } from './charging.js';
 import { createContext } from './context.js';
 import { createFilters, type Filters } from './filters.js';
@@ -25,6 +26,11 @@ export type {
 export type { LedgerReceipt, ServiceVerifyOptions, ServiceVerifyResult } from './charging.js';
 export { FILTERS_PER_PAGE, MAX_FILTERS_PER_PAGE } from './filters.js';
 export type { FilterInfo, FilterList, NewFilter } from './filters.js';
+// Batch jobs (issue 12).
+export type { BatchOptions, BatchWork } from './batch/batch.js';
+export type { BatchCreated, NewBatch, SubmitBatchOptions } from './batch/submit.js';
+export type { BatchResults, BatchStatus, ResultsFormat } from './batch/results.js';
+export type { BatchEvent } from './batch/webhooks.js';
 
 export interface ServiceOptions {
   /** The engine verifications run on; its method costs are the credits charged. */
@@ -36,14 +42,31 @@ export interface ServiceOptions {
   readonly random?: RandomBytes;
   /** Requests a day per end user of a public key. Default 10 (DESIGN 5.1). */
   readonly publicKeyDailyLimit?: number;
+  /** Batch jobs: download URLs, retention, callbacks and webhooks, runner limits (DESIGN 5.5). */
+  readonly batch?: BatchOptions;
 }
 
 /** The verification API without HTTP (DESIGN 5): every refusal is a ServiceError. */
 export interface Service
-  extends Pick<Auth, 'authenticate'>, Charging, Pick<Accounts, 'account'>, Omit<Filters, 'match'> {
+  extends
+    Pick<Auth, 'authenticate'>,
+    Charging,
+    Pick<Accounts, 'account'>,
+    Omit<Filters, 'match'>,
+    Batches {
   readonly admin: ServiceAdmin;
   readonly engine: Engine;
   readonly store: Store;
+  /**
+   * Starts the background work: resumes batch jobs a restart interrupted (from what is
+   * stored: finished addresses are neither verified nor charged again), then delivers due
+   * webhooks and purges expired results on a timer. Call it once the service is built.
+   */
+  start(): Promise<{ resumed: number }>;
+  /** Stops it; running jobs stay `processing` and resume on the next `start()`. */
+  stop(): Promise<void>;
+  /** Batch work for hosts and tests: wait for idle, deliver due webhooks now, purge now. */
+  readonly batchWork: Omit<BatchWork, 'start' | 'stop'>;
 }
 
 /**
@@ -71,6 +94,7 @@ export function createService(options: ServiceOptions): Service {
   const filters = createFilters(ctx);
   const accounts = createAccounts(ctx);
   const charging = createCharging(ctx, filters);
+  const batches = createBatches(ctx, filters, options.batch);
   return {
     engine,
     store,
@@ -81,5 +105,11 @@ export function createService(options: ServiceOptions): Service {
     createFilter: filters.createFilter,
     listFilters: filters.listFilters,
     deleteFilter: filters.deleteFilter,
+    submitBatch: batches.submitBatch,
+    batchStatus: batches.batchStatus,
+    batchResults: batches.batchResults,
+    start: batches.work.start,
+    stop: batches.work.stop,
+    batchWork: batches.work,
   };
 }

@@ -17,6 +17,7 @@ import {
   type LedgerBook,
 } from '../service/ledger.js';
 import { rangeShape } from '../service/ip-ranges.js';
+import { createMemoryBatchStore } from './memory-batch-store.js';
 import { LedgerColumns } from './ledger-columns.js';
 import { rateCounterOver, UNLIMITED_POINTS } from './rate-counter.js';
 import { StoreError } from './store-error.js';
@@ -142,6 +143,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   };
 
   const store: Store = {
+    // Batch jobs, results and the webhook outbox (issue 12): memory-batch-store.ts.
+    ...createMemoryBatchStore({ open, ledgerBook: (id) => ledgerBook(books.get(id)) }),
+
     async insertAccount(account) {
       open();
       if (books.has(account.id))

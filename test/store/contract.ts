@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AccountRecord, FilterRecord, KeyRecord, Store } from '../../src/ports/store.js';
 import { StoreError } from '../../src/store/store-error.js';
+import { batchStoreContract } from './batch-contract.js';
 
 /**
  * The Store contract: every implementation passes this same suite (test/store/*.test.ts run
@@ -18,6 +19,9 @@ export function storeContract(name: string, makeStore: () => Store | Promise<Sto
       vi.useRealTimers();
       await store.close();
     });
+
+    // Batch jobs, results and the webhook outbox (issue 12): batch-contract.ts.
+    batchStoreContract(() => store);
 
     describe('accounts', () => {
       it('stores, reads and updates an account', async () => {

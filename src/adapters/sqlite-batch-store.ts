@@ -1,0 +1,405 @@
+import type Database from 'better-sqlite3';
+import type {
+  BatchStore,
+  JobRecord,
+  JobResultState,
+  JobWriteOutcome,
+  LedgerCommit,
+  LedgerRequest,
+  PendingJobItem,
+  WebhookMessage,
+} from '../ports/store.js';
+import { applyLedgerCommit, type LedgerBook } from '../service/ledger.js';
+import { finalRelease } from '../store/memory-batch-store.js';
+
+/**
+ * Migration of the batch tables (issue 12): jobs with their counters, one row per input
+ * position (the address, then its result), and the webhook outbox. Appended to MIGRATIONS.
+ */
+export const BATCH_MIGRATION = `
+  CREATE TABLE batch_jobs (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    method TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('processing', 'completed', 'failed')),
+    total_emails INTEGER NOT NULL,
+    billable INTEGER NOT NULL,
+    cost INTEGER NOT NULL,
+    reservation TEXT,
+    holds INTEGER NOT NULL,
+    callback_url TEXT,
+    processed INTEGER NOT NULL DEFAULT 0,
+    valid INTEGER NOT NULL DEFAULT 0,
+    invalid INTEGER NOT NULL DEFAULT 0,
+    risky INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    completed_at INTEGER,
+    failure_reason TEXT,
+    purge_at INTEGER
+  );
+  CREATE INDEX batch_jobs_by_status ON batch_jobs (status, created_at);
+  CREATE INDEX batch_jobs_purge ON batch_jobs (purge_at) WHERE purge_at IS NOT NULL;
+  CREATE TABLE batch_items (
+    job_id TEXT NOT NULL REFERENCES batch_jobs (id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    email TEXT NOT NULL,
+    billable INTEGER NOT NULL,
+    duplicate_of INTEGER,
+    record TEXT,
+    state TEXT CHECK (state IN ('deliverable', 'undeliverable', 'risky')),
+    PRIMARY KEY (job_id, position)
+  ) WITHOUT ROWID;
+  CREATE INDEX batch_items_duplicates ON batch_items (job_id, duplicate_of)
+    WHERE duplicate_of IS NOT NULL;
+  CREATE TABLE batch_webhooks (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL,
+    job_id TEXT NOT NULL,
+    url TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+    attempts INTEGER NOT NULL,
+    next_attempt_at INTEGER NOT NULL,
+    last_error TEXT,
+    created_at INTEGER NOT NULL
+  );
+  CREATE INDEX batch_webhooks_due ON batch_webhooks (next_attempt_at) WHERE status = 'pending';
+  CREATE INDEX batch_webhooks_by_job ON batch_webhooks (job_id);
+`;
+
+const COUNTER: Readonly<Record<JobResultState, 'valid' | 'invalid' | 'risky'>> = {
+  deliverable: 'valid',
+  undeliverable: 'invalid',
+  risky: 'risky',
+};
+
+/**
+ * The batch part of the SQLite Store. Each write is one IMMEDIATE transaction holding the
+ * job's rows and the ledger requests that pay for them, so a SIGKILL leaves both or neither.
+ */
+export function createSqliteBatchStore(
+  db: Database.Database,
+  bookOf: (accountId: string) => LedgerBook,
+  guard: <T>(work: () => T) => T,
+): BatchStore {
+  const s = guard(() => prepare(db));
+  const tx = <A extends unknown[], T>(work: (...args: A) => T) => {
+    const run = db.transaction(work);
+    return (...args: A): T => guard(() => run.immediate(...args));
+  };
+  const jobOf = (accountId: string, id: string) => jobFrom(s.job.get(id, accountId));
+  const file = (accountId: string, requests: readonly LedgerRequest[], at: number) =>
+    applyLedgerCommit(accountId, { requests }, at, bookOf(accountId));
+
+  /** Writes a position's result and its duplicates'; counts per state into `counts`. */
+  function place(
+    jobId: string,
+    position: number,
+    record: string,
+    state: JobResultState,
+    counts: Map<JobResultState, number>,
+  ): void {
+    const own = s.setResult.run(record, state, jobId, position).changes;
+    if (own === 0) return;
+    const copies = s.setDuplicates.run(record, state, jobId, position).changes;
+    counts.set(state, (counts.get(state) ?? 0) + own + copies);
+  }
+  function count(jobId: string, counts: Map<JobResultState, number>): void {
+    for (const [state, n] of counts) s.count[COUNTER[state]].run(n, n, jobId);
+  }
+
+  const createJob = tx(
+    (
+      job: JobRecord,
+      items: Parameters<BatchStore['createJob']>[1],
+      commit: LedgerCommit,
+      at: number,
+    ): JobWriteOutcome => {
+      const outcome = applyLedgerCommit(job.accountId, commit, at, bookOf(job.accountId));
+      if (!outcome.ok) return outcome as JobWriteOutcome;
+      s.insertJob.run(
+        job.id,
+        job.accountId,
+        job.method,
+        job.status,
+        job.totalEmails,
+        job.billable,
+        job.cost,
+        job.reservation,
+        job.holds,
+        job.callbackUrl,
+        job.createdAt,
+      );
+      items.forEach((item, position) =>
+        s.insertItem.run(
+          job.id,
+          position,
+          item.email,
+          item.billable ? 1 : 0,
+          item.duplicateOf,
+          null,
+          null,
+        ),
+      );
+      const counts = new Map<JobResultState, number>();
+      items.forEach((item, position) => {
+        if (item.result !== null) {
+          place(job.id, position, item.result.record, item.result.state, counts);
+        }
+      });
+      count(job.id, counts);
+      return { ok: true, job: jobOf(job.accountId, job.id) as JobRecord };
+    },
+  );
+
+  const recordJobResults = tx(
+    (
+      accountId: string,
+      jobId: string,
+      writes: Parameters<BatchStore['recordJobResults']>[2],
+      at: number,
+    ): JobWriteOutcome => {
+      if (jobOf(accountId, jobId) === undefined) return { ok: false, code: 'job_not_found' };
+      const fresh = writes.filter(
+        (write) => s.hasNoResult.get(jobId, write.position) !== undefined,
+      );
+      const requests = fresh.flatMap((write) => (write.ledger === undefined ? [] : [write.ledger]));
+      const outcome = file(accountId, requests, at);
+      if (!outcome.ok) return outcome as JobWriteOutcome;
+      const counts = new Map<JobResultState, number>();
+      for (const write of fresh) place(jobId, write.position, write.record, write.state, counts);
+      count(jobId, counts);
+      return { ok: true, job: jobOf(accountId, jobId) as JobRecord };
+    },
+  );
+
+  const reholdJob = tx(
+    (accountId: string, jobId: string, reserve: LedgerRequest, at: number): JobWriteOutcome => {
+      if (jobOf(accountId, jobId) === undefined) return { ok: false, code: 'job_not_found' };
+      const outcome = file(accountId, [reserve], at);
+      if (!outcome.ok) return outcome as JobWriteOutcome;
+      s.rehold.run(reserve.ref, jobId);
+      return { ok: true, job: jobOf(accountId, jobId) as JobRecord };
+    },
+  );
+
+  // The ledger's reservation upsert keeps a hold's expiry as reserved: renewing is its own write.
+  const renewHold = tx((accountId: string, reservation: string, expiresAt: number) => {
+    const held = (s.held.get(accountId, reservation) as { held: number } | undefined)?.held ?? 0;
+    if (held === 0) return false;
+    s.renew.run(expiresAt, accountId, reservation, expiresAt);
+    return true;
+  });
+
+  const finishJob = tx(
+    (
+      accountId: string,
+      jobId: string,
+      finish: Parameters<BatchStore['finishJob']>[2],
+      webhook: WebhookMessage | undefined,
+      at: number,
+    ): JobWriteOutcome => {
+      const job = jobOf(accountId, jobId);
+      if (job === undefined) return { ok: false, code: 'job_not_found' };
+      if (job.status !== 'processing') return { ok: true, job };
+      const outcome = file(accountId, finalRelease(bookOf(accountId), job.reservation), at);
+      if (!outcome.ok) return outcome as JobWriteOutcome;
+      s.finish.run(finish.status, finish.completedAt, finish.failureReason, finish.purgeAt, jobId);
+      if (webhook !== undefined) {
+        s.insertWebhook.run(
+          webhook.id,
+          webhook.accountId,
+          webhook.jobId,
+          webhook.url,
+          webhook.payload,
+          webhook.status,
+          webhook.attempts,
+          webhook.nextAttemptAt,
+          webhook.lastError,
+          webhook.createdAt,
+        );
+      }
+      return { ok: true, job: jobOf(accountId, jobId) as JobRecord };
+    },
+  );
+
+  const purgeJobs = tx((at: number) => {
+    const ids = (s.purgeable.all(at) as { id: string }[]).map((row) => row.id);
+    for (const id of ids) {
+      s.deleteWebhooks.run(id);
+      s.deleteItems.run(id);
+      s.deleteJob.run(id);
+    }
+    return ids.length;
+  });
+
+  return {
+    async createJob(job, items, commit, at) {
+      return createJob(job, items, commit, at);
+    },
+    async getJob(accountId, id) {
+      return guard(() => jobOf(accountId, id));
+    },
+    async listJobs(status) {
+      return guard(() => s.jobsIn.all(status).map((row) => jobFrom(row) as JobRecord));
+    },
+    async pendingJobItems(jobId, afterPosition, limit) {
+      return guard(() => s.pending.all(jobId, afterPosition, limit) as PendingJobItem[]);
+    },
+    async recordJobResults(accountId, jobId, writes, at) {
+      return recordJobResults(accountId, jobId, writes, at);
+    },
+    async reholdJob(accountId, jobId, reserve, at) {
+      return reholdJob(accountId, jobId, reserve, at);
+    },
+    async renewHold(accountId, reservation, expiresAt) {
+      return renewHold(accountId, reservation, expiresAt);
+    },
+    async finishJob(accountId, jobId, finish, webhook, at) {
+      return finishJob(accountId, jobId, finish, webhook, at);
+    },
+    async jobResults(jobId, afterPosition, limit) {
+      return guard(() =>
+        (
+          s.results.all(jobId, afterPosition, limit) as {
+            position: number;
+            record: string;
+            duplicate: number;
+          }[]
+        ).map((row) => ({ ...row, duplicate: row.duplicate === 1 })),
+      );
+    },
+    async purgeJobs(at) {
+      return purgeJobs(at);
+    },
+    async dueWebhooks(at, limit) {
+      return guard(() => s.due.all(at, limit).map(webhookFrom));
+    },
+    async jobWebhooks(jobId) {
+      return guard(() => s.webhooksOf.all(jobId).map(webhookFrom));
+    },
+    async updateWebhook(id, changes) {
+      guard(() =>
+        s.updateWebhook.run(
+          changes.status,
+          changes.attempts,
+          changes.nextAttemptAt,
+          changes.lastError,
+          id,
+        ),
+      );
+    },
+  };
+}
+
+function prepare(db: Database.Database) {
+  const counter = (column: 'valid' | 'invalid' | 'risky') =>
+    db.prepare(
+      `UPDATE batch_jobs SET processed = processed + ?, ${column} = ${column} + ? WHERE id = ?`,
+    );
+  return {
+    job: db.prepare('SELECT * FROM batch_jobs WHERE id = ? AND account_id = ?'),
+    jobsIn: db.prepare('SELECT * FROM batch_jobs WHERE status = ? ORDER BY created_at, id'),
+    insertJob: db.prepare(
+      `INSERT INTO batch_jobs (id, account_id, method, status, total_emails, billable, cost,
+         reservation, holds, callback_url, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    insertItem: db.prepare(
+      `INSERT INTO batch_items (job_id, position, email, billable, duplicate_of, record, state)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    hasNoResult: db.prepare(
+      'SELECT 1 FROM batch_items WHERE job_id = ? AND position = ? AND record IS NULL',
+    ),
+    setResult: db.prepare(
+      `UPDATE batch_items SET record = ?, state = ?
+       WHERE job_id = ? AND position = ? AND record IS NULL`,
+    ),
+    setDuplicates: db.prepare(
+      `UPDATE batch_items SET record = ?, state = ?
+       WHERE job_id = ? AND duplicate_of = ? AND record IS NULL`,
+    ),
+    count: { valid: counter('valid'), invalid: counter('invalid'), risky: counter('risky') },
+    pending: db.prepare(
+      `SELECT position, email FROM batch_items
+       WHERE job_id = ? AND position > ? AND billable = 1 AND record IS NULL
+       ORDER BY position LIMIT ?`,
+    ),
+    results: db.prepare(
+      `SELECT position, record, duplicate_of IS NOT NULL AS duplicate FROM batch_items
+       WHERE job_id = ? AND position > ? AND record IS NOT NULL ORDER BY position LIMIT ?`,
+    ),
+    held: db.prepare('SELECT held FROM reservations WHERE account_id = ? AND ref = ?'),
+    renew: db.prepare(
+      `UPDATE reservations SET expires_at = ?
+       WHERE account_id = ? AND ref = ? AND (expires_at IS NULL OR expires_at < ?)`,
+    ),
+    rehold: db.prepare('UPDATE batch_jobs SET reservation = ?, holds = holds + 1 WHERE id = ?'),
+    finish: db.prepare(
+      `UPDATE batch_jobs SET status = ?, completed_at = ?, failure_reason = ?, purge_at = ?
+       WHERE id = ?`,
+    ),
+    purgeable: db.prepare('SELECT id FROM batch_jobs WHERE purge_at IS NOT NULL AND purge_at <= ?'),
+    deleteWebhooks: db.prepare('DELETE FROM batch_webhooks WHERE job_id = ?'),
+    deleteItems: db.prepare('DELETE FROM batch_items WHERE job_id = ?'),
+    deleteJob: db.prepare('DELETE FROM batch_jobs WHERE id = ?'),
+    insertWebhook: db.prepare(
+      `INSERT INTO batch_webhooks (id, account_id, job_id, url, payload, status, attempts,
+         next_attempt_at, last_error, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    due: db.prepare(
+      `SELECT * FROM batch_webhooks WHERE status = 'pending' AND next_attempt_at <= ?
+       ORDER BY next_attempt_at LIMIT ?`,
+    ),
+    webhooksOf: db.prepare('SELECT * FROM batch_webhooks WHERE job_id = ? ORDER BY created_at, id'),
+    updateWebhook: db.prepare(
+      `UPDATE batch_webhooks SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?
+       WHERE id = ?`,
+    ),
+  };
+}
+
+type Row = Record<string, unknown>;
+
+function jobFrom(row: unknown): JobRecord | undefined {
+  if (row === undefined) return undefined;
+  const r = row as Row;
+  return {
+    id: r.id as string,
+    accountId: r.account_id as string,
+    method: r.method as string,
+    status: r.status as JobRecord['status'],
+    totalEmails: r.total_emails as number,
+    billable: r.billable as number,
+    cost: r.cost as number,
+    reservation: r.reservation as string | null,
+    holds: r.holds as number,
+    callbackUrl: r.callback_url as string | null,
+    processed: r.processed as number,
+    valid: r.valid as number,
+    invalid: r.invalid as number,
+    risky: r.risky as number,
+    createdAt: r.created_at as number,
+    completedAt: r.completed_at as number | null,
+    failureReason: r.failure_reason as string | null,
+    purgeAt: r.purge_at as number | null,
+  };
+}
+
+function webhookFrom(row: unknown): WebhookMessage {
+  const r = row as Row;
+  return {
+    id: r.id as string,
+    accountId: r.account_id as string,
+    jobId: r.job_id as string,
+    url: r.url as string,
+    payload: r.payload as string,
+    status: r.status as WebhookMessage['status'],
+    attempts: r.attempts as number,
+    nextAttemptAt: r.next_attempt_at as number,
+    lastError: r.last_error as string | null,
+    createdAt: r.created_at as number,
+  };
+}

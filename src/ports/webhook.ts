@@ -1,0 +1,30 @@
+/** One webhook POST, signed already (DESIGN 5.5). */
+export interface WebhookRequest {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+  /** A 2xx within this long is delivered; anything slower is a timeout (DESIGN 5.5: 15 s). */
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * What came of a POST. Expected outcomes are answers, never rejections: a status (a redirect
+ * is a status too: it is never followed), or why there was none.
+ */
+export type WebhookResponse =
+  | { readonly kind: 'status'; readonly status: number }
+  | {
+      readonly kind: 'error';
+      /** `forbidden_address`: the host resolves to an address the SSRF guard refuses. */
+      readonly code: 'timeout' | 'connect' | 'dns' | 'forbidden_address' | 'aborted' | 'other';
+      readonly message: string;
+    };
+
+/**
+ * The webhook port: sends one POST. The Node adapter (adapters/node-webhook.ts) resolves the
+ * host, checks every address against the SSRF rules and connects to the checked address.
+ */
+export interface WebhookSender {
+  send(request: WebhookRequest): Promise<WebhookResponse>;
+}

@@ -1,0 +1,196 @@
+import { createNodeWebhookSender } from '../../adapters/node-webhook.js';
+import { VERIFY_MANY_CONCURRENCY, VERIFY_MANY_PER_DOMAIN } from '../../engine/verify-many.js';
+import type { WebhookSender } from '../../ports/webhook.js';
+import type { AccountRef } from '../auth.js';
+import type { ServiceContext } from '../context.js';
+import type { Filters } from '../filters.js';
+import { ServiceError } from '../service-error.js';
+import {
+  answering,
+  optionalObject,
+  requireAccountRef,
+  requireOneOf,
+  requireText,
+} from '../validate.js';
+import {
+  notCompleted,
+  RESULTS_FORMATS,
+  statusOf,
+  streamResults,
+  type BatchResults,
+  type BatchStatus,
+  type ResultsFormat,
+} from './results.js';
+import { createRunner } from './runner.js';
+import {
+  createSubmit,
+  type BatchCreated,
+  type NewBatch,
+  type SubmitBatchOptions,
+} from './submit.js';
+import {
+  createWebhookDispatcher,
+  WEBHOOK_RETRY_SCHEDULE_MS,
+  WEBHOOK_TIMEOUT_MS,
+} from './webhooks.js';
+
+export interface BatchOptions {
+  /**
+   * Where the API is served, for absolute `download_url`s (DESIGN 5.5). Default
+   * `http://localhost/`: set it to the public address.
+   */
+  readonly baseUrl?: string;
+  /** How long a finished job's results are kept. Default 7 days. */
+  readonly retentionMs?: number;
+  /** Take http:// callback URLs, not only https://. Default false. */
+  readonly allowHttpCallbacks?: boolean;
+  /**
+   * Let callbacks reach loopback and private networks (tests, intranets). Default false: the
+   * SSRF guard refuses them at submission and when sending.
+   */
+  readonly allowPrivateNetworks?: boolean;
+  /** Sends webhooks. Default: node:http(s) with the SSRF guard (adapters/node-webhook.ts). */
+  readonly webhookSender?: WebhookSender;
+  /** Delays before each retry of a webhook. Default WEBHOOK_RETRY_SCHEDULE_MS (27.6 h). */
+  readonly webhookRetryScheduleMs?: readonly number[];
+  readonly webhookTimeoutMs?: number;
+  /** How often `start()`ed services look for due webhooks and expired jobs. Default 5 s. */
+  readonly pollMs?: number;
+  /** Domains verified at once per job. Default VERIFY_MANY_CONCURRENCY (50). */
+  readonly concurrency?: number;
+  readonly perDomain?: number;
+  /** Jobs run at once. Default 2. */
+  readonly jobsAtOnce?: number;
+  /** A job's credit hold lasts this long unless its runner renews it. Default 15 minutes. */
+  readonly holdTtlMs?: number;
+  /** How often a runner renews its hold. Default 1 minute. */
+  readonly renewEveryMs?: number;
+  /** Results stored and settled per transaction. Default 256. */
+  readonly flushSize?: number;
+}
+
+export const BATCH_RETENTION_MS = 7 * 86_400_000;
+export const BATCH_HOLD_TTL_MS = 15 * 60_000;
+export const BATCH_RENEW_EVERY_MS = 60_000;
+export const BATCH_POLL_MS = 5_000;
+
+/** The batch endpoints (DESIGN 5.5) and the work behind them. */
+export interface Batches {
+  /** `POST /v1/verify`: stores the job, reserves its credits, starts it. */
+  submitBatch(
+    caller: AccountRef,
+    input: NewBatch,
+    options?: SubmitBatchOptions,
+  ): Promise<BatchCreated>;
+  /** `GET /v1/verify/{id}`. */
+  batchStatus(caller: AccountRef, id: string): Promise<BatchStatus>;
+  /** `GET /v1/verify/{id}/results`: a completed job's records, streamed in input order. */
+  batchResults(
+    caller: AccountRef,
+    id: string,
+    options?: { format?: ResultsFormat },
+  ): Promise<BatchResults>;
+}
+
+/** Starting and stopping the background work: resume, webhooks, retention. */
+export interface BatchWork {
+  /** Resumes jobs left processing, then delivers due webhooks and purges on a timer. */
+  start(): Promise<{ resumed: number }>;
+  /** Stops runners (their jobs resume on the next start) and timers. */
+  stop(): Promise<void>;
+  /** Resolves once no job is running (tests, graceful shutdown). */
+  idle(): Promise<void>;
+  /** Sends the webhooks due now; resolves with how many were attempted. */
+  deliverWebhooks(): Promise<number>;
+  /** Deletes finished jobs past their retention; resolves with how many. */
+  purgeExpired(): Promise<number>;
+}
+
+export function createBatches(
+  ctx: ServiceContext,
+  filters: Pick<Filters, 'match'>,
+  options: BatchOptions = {},
+): Batches & { work: BatchWork } {
+  const { store, clock } = ctx;
+  const baseUrl = new URL(options.baseUrl ?? 'http://localhost/').href;
+  const allowPrivateNetworks = options.allowPrivateNetworks === true;
+  const webhooks = createWebhookDispatcher(ctx, {
+    sender: options.webhookSender ?? createNodeWebhookSender({ allowPrivateNetworks }),
+    retryScheduleMs: options.webhookRetryScheduleMs ?? WEBHOOK_RETRY_SCHEDULE_MS,
+    timeoutMs: options.webhookTimeoutMs ?? WEBHOOK_TIMEOUT_MS,
+  });
+  const runner = createRunner(ctx, filters, {
+    concurrency: options.concurrency ?? VERIFY_MANY_CONCURRENCY,
+    perDomain: options.perDomain ?? VERIFY_MANY_PER_DOMAIN,
+    jobsAtOnce: options.jobsAtOnce ?? 2,
+    holdTtlMs: options.holdTtlMs ?? BATCH_HOLD_TTL_MS,
+    renewEveryMs: options.renewEveryMs ?? BATCH_RENEW_EVERY_MS,
+    flushSize: options.flushSize ?? 256,
+    retentionMs: options.retentionMs ?? BATCH_RETENTION_MS,
+    baseUrl,
+    webhooks,
+  });
+  const submit = createSubmit(ctx, {
+    callbackPolicy: { allowHttp: options.allowHttpCallbacks === true, allowPrivateNetworks },
+    holdTtlMs: options.holdTtlMs ?? BATCH_HOLD_TTL_MS,
+    start: (job) => runner.start(job),
+  });
+
+  /** The caller's own job, or 404: another account's id is as unknown as a made-up one. */
+  async function jobFor(caller: unknown, id: unknown) {
+    const accountId = requireAccountRef(caller);
+    const jobId = requireText(id, 'id', 100);
+    const job = await store.getJob(accountId, jobId);
+    if (job === undefined) throw new ServiceError('not_found', `No batch ${jobId}.`);
+    return job;
+  }
+
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let stopping = new AbortController();
+  const tick = async () => {
+    await store.purgeJobs(clock.now());
+    await webhooks.deliverDue(stopping.signal);
+  };
+
+  return {
+    submitBatch: (caller, input, submitOptions) =>
+      answering(() => submit(caller, input, submitOptions)),
+    batchStatus: (caller, id) => answering(async () => statusOf(await jobFor(caller, id), baseUrl)),
+    batchResults: (caller, id, resultOptions) =>
+      answering(async () => {
+        const job = await jobFor(caller, id);
+        const fields = optionalObject(resultOptions, 'options');
+        const format =
+          fields.format === undefined
+            ? 'json'
+            : requireOneOf(fields.format, 'format', RESULTS_FORMATS);
+        if (job.status !== 'completed') throw notCompleted(job, baseUrl);
+        return streamResults(store, job, format);
+      }),
+    work: {
+      async start() {
+        await store.purgeJobs(clock.now());
+        const resumed = await runner.resume();
+        if (timer === undefined) {
+          timer = setInterval(
+            () => void tick().catch(() => undefined),
+            options.pollMs ?? BATCH_POLL_MS,
+          );
+          timer.unref();
+          void tick().catch(() => undefined);
+        }
+        return { resumed };
+      },
+      async stop() {
+        if (timer !== undefined) clearInterval(timer);
+        timer = undefined;
+        stopping.abort();
+        stopping = new AbortController();
+        await runner.stop();
+      },
+      idle: () => runner.idle(),
+      deliverWebhooks: () => webhooks.deliverDue(),
+      purgeExpired: () => store.purgeJobs(clock.now()),
+    },
+  };
+}

@@ -1,0 +1,167 @@
+import { DETAILED_FIELDS } from '../../format/shapes.js';
+import type { JobRecord, Store } from '../../ports/store.js';
+import { ServiceError } from '../service-error.js';
+import type { BatchEvent } from './webhooks.js';
+
+export type ResultsFormat = 'json' | 'csv' | 'ndjson';
+export const RESULTS_FORMATS: readonly ResultsFormat[] = ['json', 'csv', 'ndjson'];
+export const RESULTS_CONTENT_TYPES: Readonly<Record<ResultsFormat, string>> = {
+  json: 'application/json',
+  csv: 'text/csv; charset=utf-8',
+  ndjson: 'application/x-ndjson',
+};
+/**
+ * Records read from the store per page, and so per chunk: about 400 bytes each, so a chunk
+ * is some 200 KB and a download holds one page at a time whatever the job's size.
+ */
+export const RESULTS_PAGE_SIZE = 500;
+
+/** `GET /v1/verify/{id}` (DESIGN 5.5), snake_case as on the wire. */
+export interface BatchStatus {
+  readonly id: string;
+  readonly status: JobRecord['status'];
+  readonly total_emails: number;
+  readonly processed: number;
+  readonly percent_complete: number;
+  readonly valid: number;
+  readonly invalid: number;
+  readonly risky: number;
+  /** Absolute, once completed. */
+  readonly download_url?: string;
+  /** Why a failed job failed. */
+  readonly reason?: string;
+}
+
+/** The download: an async iterable of text chunks, with what a host needs to serve it. */
+export interface BatchResults extends AsyncIterable<string> {
+  readonly format: ResultsFormat;
+  readonly contentType: string;
+}
+
+export function downloadUrl(baseUrl: string, id: string): string {
+  return new URL(`v1/verify/${encodeURIComponent(id)}/results`, baseUrl).href;
+}
+
+/** Whole percents, rounded down: 100 only when every address has its result. */
+function percent(job: JobRecord): number {
+  return job.totalEmails === 0 ? 100 : Math.floor((job.processed * 100) / job.totalEmails);
+}
+
+export function statusOf(job: JobRecord, baseUrl: string): BatchStatus {
+  return {
+    id: job.id,
+    status: job.status,
+    total_emails: job.totalEmails,
+    processed: job.processed,
+    percent_complete: percent(job),
+    valid: job.valid,
+    invalid: job.invalid,
+    risky: job.risky,
+    ...(job.status === 'completed' ? { download_url: downloadUrl(baseUrl, job.id) } : {}),
+    ...(job.failureReason === null ? {} : { reason: job.failureReason }),
+  };
+}
+
+export function eventOf(job: JobRecord, baseUrl: string): BatchEvent {
+  return {
+    event: job.status === 'completed' ? 'batch.completed' : 'batch.failed',
+    id: job.id,
+    status: job.status,
+    total_emails: job.totalEmails,
+    processed: job.processed,
+    valid: job.valid,
+    invalid: job.invalid,
+    risky: job.risky,
+    download_url: job.status === 'completed' ? downloadUrl(baseUrl, job.id) : null,
+    completed_at: new Date(job.completedAt ?? 0).toISOString(),
+    ...(job.failureReason === null ? {} : { reason: job.failureReason }),
+  };
+}
+
+/** 409 `batch_not_completed` with the progress, for a download asked too early. */
+export function notCompleted(job: JobRecord, baseUrl: string): ServiceError {
+  const { id, status, total_emails, processed, percent_complete } = statusOf(job, baseUrl);
+  return new ServiceError(
+    'batch_not_completed',
+    status === 'failed'
+      ? `Batch ${id} failed; it has no results to download.`
+      : `Batch ${id} is still processing: ${processed} of ${total_emails} done.`,
+    { id, status, total_emails, processed, percent_complete },
+  );
+}
+
+/** Streams a completed job's results, a page of the store at a time, in input order. */
+export function streamResults(
+  store: Store,
+  job: JobRecord,
+  format: ResultsFormat,
+  pageSize = RESULTS_PAGE_SIZE,
+): BatchResults {
+  async function* chunks(): AsyncGenerator<string> {
+    const write = WRITERS[format];
+    yield write.head(job);
+    let after = -1;
+    let first = true;
+    for (;;) {
+      const rows = await store.jobResults(job.id, after, pageSize);
+      if (rows.length === 0) break;
+      let chunk = '';
+      for (const row of rows) {
+        const record = row.duplicate ? `${row.record.slice(0, -1)},"duplicate":true}` : row.record;
+        chunk += write.record(record, row.duplicate, first);
+        first = false;
+      }
+      after = (rows[rows.length - 1] as { position: number }).position;
+      yield chunk;
+    }
+    yield write.tail();
+  }
+  return {
+    format,
+    contentType: RESULTS_CONTENT_TYPES[format],
+    [Symbol.asyncIterator]: chunks,
+  };
+}
+
+interface Writer {
+  head(job: JobRecord): string;
+  record(json: string, duplicate: boolean, first: boolean): string;
+  tail(): string;
+}
+
+const CSV_COLUMNS = [...DETAILED_FIELDS, 'duplicate'] as const;
+
+const WRITERS: Readonly<Record<ResultsFormat, Writer>> = {
+  json: {
+    head: (job) => `{"id":${JSON.stringify(job.id)},"total_emails":${job.totalEmails},"results":[`,
+    record: (json, _duplicate, first) => (first ? `\n${json}` : `,\n${json}`),
+    tail: () => '\n]}\n',
+  },
+  ndjson: {
+    head: () => '',
+    record: (json) => `${json}\n`,
+    tail: () => '',
+  },
+  csv: {
+    head: () => `${CSV_COLUMNS.join(',')}\r\n`,
+    record(json, duplicate) {
+      const fields = JSON.parse(json) as Record<string, unknown>;
+      return `${CSV_COLUMNS.map((column) =>
+        csvCell(column === 'duplicate' ? duplicate : fields[column]),
+      ).join(',')}\r\n`;
+    },
+    tail: () => '',
+  },
+};
+
+/**
+ * One CSV cell (RFC 4180): null is empty; a text that a spreadsheet would run as a formula
+ * (=, +, -, @, tab, CR first) is prefixed with an apostrophe (OWASP CSV injection), and
+ * anything with a comma, quote or line break is quoted.
+ */
+function csvCell(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value !== 'string') return String(value);
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}

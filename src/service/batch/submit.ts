@@ -1,0 +1,298 @@
+import { createHash } from 'node:crypto';
+import type { ParseResult } from '../../address/parse.js';
+import { FILTER_VERDICTS, fixedVerdict } from '../../engine/fixed-verdict.js';
+import { METHOD_NAMES, type MethodName } from '../../engine/methods.js';
+import { testAddressVerdict } from '../../engine/test-addresses.js';
+import type { Verdict } from '../../engine/verdict.js';
+import { toDetailed } from '../../format/shapes.js';
+import type {
+  FilterAction,
+  IdempotencyRecord,
+  JobRecord,
+  JobResult,
+  LedgerCommit,
+  NewJobItem,
+} from '../../ports/store.js';
+import { randomBase62 } from '../api-keys.js';
+import type { ServiceContext } from '../context.js';
+import { domainChain, emailKey } from '../filter-values.js';
+import { SERVICE_REF_PREFIX } from '../ledger.js';
+import { invalidRequest, ServiceError } from '../service-error.js';
+import {
+  MAX_EMAIL_INPUT_LENGTH,
+  optionalObject,
+  requireAccountRef,
+  requireObject,
+  requireOneOf,
+  requireText,
+} from '../validate.js';
+import { requireCallbackUrl, type CallbackPolicy } from './callback-url.js';
+
+/** Most addresses one batch takes (DESIGN 5.5). */
+export const MAX_BATCH_EMAILS = 50_000;
+/** Filter values looked up per store read at submission. */
+const FILTER_LOOKUP_CHUNK = 500;
+
+export interface NewBatch {
+  readonly emails: readonly string[];
+  readonly method?: MethodName;
+  /** Where the completion webhook goes (`callback_url` on the wire). */
+  readonly callbackUrl?: string | null;
+}
+
+export interface SubmitBatchOptions {
+  /** An idempotency key: the same key and request within 24 hours answer the same job. */
+  readonly requestId?: string | undefined;
+}
+
+/** `POST /v1/verify` -> 202 (DESIGN 5.5). */
+export interface BatchCreated {
+  readonly id: string;
+  readonly status: 'processing';
+  readonly total_emails: number;
+  readonly message: string;
+}
+
+export interface SubmitSettings {
+  readonly callbackPolicy: CallbackPolicy;
+  readonly holdTtlMs: number;
+  /** Starts a stored job. */
+  start(job: JobRecord): void;
+}
+
+/** A job's references in the service's own ledger namespace (DESIGN 5.3). */
+export const jobHoldRef = (jobId: string, hold: number) =>
+  `${SERVICE_REF_PREFIX}batch:${jobId}:hold:${hold}`;
+export const jobItemRef = (jobId: string, position: number) =>
+  `${SERVICE_REF_PREFIX}batch:${jobId}:item:${position}`;
+
+/** The detailed record of a verdict, as stored and downloaded, with the state it counts as. */
+export function resultOf(verdict: Verdict): JobResult {
+  return { record: JSON.stringify(toDetailed(verdict)), state: verdict.state };
+}
+
+export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
+  const { engine, store, clock } = ctx;
+
+  /** Email and domain filters of the account that match any of the addresses, by value. */
+  async function filterActions(
+    accountId: string,
+    parsed: readonly ParseResult[],
+  ): Promise<{ email: Map<string, FilterAction>; domain: Map<string, FilterAction> }> {
+    const emails = new Set<string>();
+    const domains = new Set<string>();
+    for (const p of parsed) {
+      if (!p.ok) continue;
+      emails.add(emailKey(p));
+      if (!p.domainLiteral) for (const d of domainChain(p.asciiDomain)) domains.add(d);
+    }
+    const lookup = async (type: 'email' | 'domain', values: Set<string>) => {
+      const found = new Map<string, FilterAction>();
+      const list = [...values];
+      for (let i = 0; i < list.length; i += FILTER_LOOKUP_CHUNK) {
+        const chunk = list.slice(i, i + FILTER_LOOKUP_CHUNK);
+        for (const filter of await store.findFilters(accountId, type, chunk)) {
+          found.set(filter.value, filter.action);
+        }
+      }
+      return found;
+    };
+    return { email: await lookup('email', emails), domain: await lookup('domain', domains) };
+  }
+
+  /**
+   * Duplicates, test addresses and email or domain filter matches are free and answered
+   * here; every other address is billable. IP filters need DNS: the runner applies them.
+   */
+  async function classify(
+    accountId: string,
+    emails: readonly string[],
+    method: MethodName,
+  ): Promise<NewJobItem[]> {
+    const parsed = emails.map((email) => engine.parse(email));
+    const filters = await filterActions(accountId, parsed);
+    const first = new Map<string, number>();
+    return emails.map((email, position) => {
+      const p = parsed[position] as ParseResult;
+      const key = p.ok ? emailKey(p) : email;
+      const earlier = first.get(key);
+      if (earlier !== undefined) {
+        return { email, billable: false, duplicateOf: earlier, result: null };
+      }
+      first.set(key, position);
+      if (!p.ok) return { email, billable: true, duplicateOf: null, result: null };
+      const fixed = testAddressVerdict(p);
+      if (fixed !== undefined) {
+        const verdict = fixedVerdict(email, p, method, fixed, 'test_address');
+        return { email, billable: false, duplicateOf: null, result: resultOf(verdict) };
+      }
+      let action = filters.email.get(key);
+      if (action === undefined && !p.domainLiteral) {
+        for (const d of domainChain(p.asciiDomain)) {
+          action = filters.domain.get(d);
+          if (action !== undefined) break;
+        }
+      }
+      if (action === undefined) return { email, billable: true, duplicateOf: null, result: null };
+      const verdict = fixedVerdict(email, p, method, FILTER_VERDICTS[action], 'filter');
+      return { email, billable: false, duplicateOf: null, result: resultOf(verdict) };
+    });
+  }
+
+  return async function submitBatch(
+    caller: unknown,
+    input: unknown,
+    submitOptions: unknown = {},
+  ): Promise<BatchCreated> {
+    // Every argument checked before anything is read or stored (issue 11: hostile arguments).
+    const accountId = requireAccountRef(caller);
+    const fields = requireObject(input, 'batch');
+    const emails = requireEmails(fields.emails);
+    const method =
+      fields.method === undefined
+        ? 'standard'
+        : requireOneOf(fields.method, 'method', METHOD_NAMES);
+    const callbackUrl = requireCallbackUrl(
+      fields.callbackUrl ?? fields.callback_url,
+      settings.callbackPolicy,
+    );
+    const options = optionalObject(submitOptions, 'options');
+    const requestId =
+      options.requestId === undefined
+        ? undefined
+        : requireText(options.requestId, 'request_id', 255);
+
+    const fingerprint = requestId === undefined ? '' : fingerprintOf(method, callbackUrl, emails);
+    if (requestId !== undefined) {
+      const held = await store.idempotencyRecord(accountId, requestId, clock.now());
+      if (held !== undefined) return firstAnswer(held, fingerprint);
+    }
+
+    const items = await classify(accountId, emails, method);
+    const billable = items.reduce((n, item) => n + (item.billable ? 1 : 0), 0);
+    const cost = engine.cost(method);
+    const now = clock.now();
+    const id = ctx.newId('batch');
+    const reservation = billable === 0 ? null : jobHoldRef(id, 1);
+    const job: JobRecord = {
+      id,
+      accountId,
+      method,
+      status: 'processing',
+      totalEmails: emails.length,
+      billable,
+      cost,
+      reservation,
+      holds: reservation === null ? 0 : 1,
+      callbackUrl,
+      processed: 0,
+      valid: 0,
+      invalid: 0,
+      risky: 0,
+      createdAt: now,
+      completedAt: null,
+      failureReason: null,
+      purgeAt: null,
+    };
+    const created: BatchCreated = {
+      id,
+      status: 'processing',
+      total_emails: emails.length,
+      message: `Batch accepted: ${emails.length} addresses are being verified (${billable * cost} credits reserved).`,
+    };
+    const commit: LedgerCommit = {
+      requests:
+        reservation === null
+          ? []
+          : [
+              {
+                kind: 'reserve',
+                ref: reservation,
+                amount: billable * cost,
+                expiresAt: now + settings.holdTtlMs,
+                note: `batch ${id}`,
+              },
+            ],
+      ...(requestId === undefined
+        ? {}
+        : {
+            idempotency: {
+              op: 'claim',
+              record: {
+                key: requestId,
+                fingerprint,
+                attempt: randomBase62(16, ctx.random),
+                answer: JSON.stringify(created),
+                leaseUntil: now,
+              },
+            },
+          }),
+    };
+    const outcome = await store.createJob(job, items, commit, now);
+    if (!outcome.ok) {
+      if (outcome.code === 'idempotency_taken') return firstAnswer(outcome.record, fingerprint);
+      if (outcome.code === 'insufficient_credits') {
+        throw new ServiceError(
+          'insufficient_credits',
+          `Not enough credits: ${outcome.needed} needed, ${outcome.available} available.`,
+          { needed: outcome.needed, available: outcome.available },
+        );
+      }
+      throw new ServiceError(
+        'internal_error',
+        'The batch could not be stored.',
+        {},
+        {
+          cause: outcome,
+        },
+      );
+    }
+    settings.start(outcome.job);
+    return created;
+  };
+}
+
+/** 1 to MAX_BATCH_EMAILS strings, each a possible address, else `invalid_request` on `emails`. */
+function requireEmails(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_BATCH_EMAILS) {
+    throw invalidRequest('emails', `emails must be a list of 1 to ${MAX_BATCH_EMAILS} addresses`);
+  }
+  const emails: string[] = new Array<string>(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const email: unknown = value[i];
+    if (typeof email !== 'string' || email.length === 0 || email.length > MAX_EMAIL_INPUT_LENGTH) {
+      throw invalidRequest(
+        'emails',
+        `emails[${i}] must be a string of 1 to ${MAX_EMAIL_INPUT_LENGTH} characters`,
+      );
+    }
+    // eslint-disable-next-line no-control-regex
+    if (/[\u0000-\u001f\u007f]/.test(email)) {
+      throw invalidRequest('emails', `emails[${i}] contains a control character`);
+    }
+    emails[i] = email;
+  }
+  return emails;
+}
+
+function fingerprintOf(method: string, callbackUrl: string | null, emails: readonly string[]) {
+  const hash = createHash('sha256').update(`batch\u0000${method}\u0000${callbackUrl ?? ''}`);
+  for (const email of emails) hash.update(`\u0000${email}`);
+  return hash.digest('base64url');
+}
+
+function firstAnswer(record: IdempotencyRecord, fingerprint: string): BatchCreated {
+  if (record.fingerprint !== fingerprint) {
+    throw new ServiceError(
+      'idempotency_conflict',
+      'This idempotency key was used for a different request within the last 24 hours.',
+      { field: 'request_id' },
+    );
+  }
+  if (record.answer === null) {
+    throw new ServiceError('request_in_progress', 'The first request with this key is running.', {
+      field: 'request_id',
+    });
+  }
+  return JSON.parse(record.answer) as BatchCreated;
+}

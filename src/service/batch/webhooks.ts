@@ -1,0 +1,171 @@
+import { createHmac } from 'node:crypto';
+import type { JobRecord, WebhookMessage } from '../../ports/store.js';
+import type { WebhookResponse, WebhookSender } from '../../ports/webhook.js';
+import type { ServiceContext } from '../context.js';
+
+/**
+ * Delays before each retry of a webhook, after the first attempt: Standard Webhooks' own
+ * schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h), 27.6 hours in all: "about a day".
+ */
+export const WEBHOOK_RETRY_SCHEDULE_MS: readonly number[] = [
+  5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
+];
+/** A 2xx within this long is delivered (DESIGN 5.5). */
+export const WEBHOOK_TIMEOUT_MS = 15_000;
+/** Each delay is moved by up to this fraction either way, so receivers are not stampeded. */
+export const WEBHOOK_JITTER = 0.2;
+/** Due webhooks sent at once. */
+const DELIVERIES_AT_ONCE = 8;
+
+/** The event of DESIGN 5.5 a finished job sends. */
+export interface BatchEvent {
+  readonly event: 'batch.completed' | 'batch.failed';
+  readonly id: string;
+  readonly status: JobRecord['status'];
+  readonly total_emails: number;
+  readonly processed: number;
+  readonly valid: number;
+  readonly invalid: number;
+  readonly risky: number;
+  readonly download_url: string | null;
+  readonly completed_at: string;
+  readonly reason?: string;
+}
+
+/**
+ * The Standard Webhooks signature: `v1,` then the base64 HMAC-SHA256, keyed by the base64
+ * bytes after `whsec_`, of `<webhook-id>.<webhook-timestamp>.<body>`.
+ */
+export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+}
+
+/** The headers of one attempt: the id stays the same across attempts, the timestamp is now. */
+export function webhookHeaders(
+  secret: string,
+  id: string,
+  timestamp: number,
+  body: string,
+): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'mailverdict-webhooks',
+    'webhook-id': id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signWebhook(secret, id, timestamp, body),
+  };
+}
+
+export interface WebhookSettings {
+  readonly sender: WebhookSender;
+  readonly retryScheduleMs: readonly number[];
+  readonly timeoutMs: number;
+}
+
+/** The outbox's sending side: delivers due webhooks and schedules retries. */
+export interface WebhookDispatcher {
+  /** The outbox message for a finished job, or undefined when it has no callback. */
+  message(job: JobRecord, event: BatchEvent, at: number): WebhookMessage | undefined;
+  /** Sends every webhook due now; resolves with how many were attempted. */
+  deliverDue(signal?: AbortSignal): Promise<number>;
+}
+
+export function createWebhookDispatcher(
+  ctx: ServiceContext,
+  settings: WebhookSettings,
+): WebhookDispatcher {
+  const { store, clock } = ctx;
+  let running: Promise<number> | undefined;
+
+  /** A delay moved by up to WEBHOOK_JITTER either way, from the injected random source. */
+  function jittered(delay: number): number {
+    const bytes = ctx.random(4);
+    const unit =
+      (((bytes[0] ?? 0) << 24) |
+        ((bytes[1] ?? 0) << 16) |
+        ((bytes[2] ?? 0) << 8) |
+        (bytes[3] ?? 0)) >>>
+      0;
+    return Math.round(delay * (1 - WEBHOOK_JITTER + (2 * WEBHOOK_JITTER * unit) / 0xffffffff));
+  }
+
+  async function attempt(message: WebhookMessage, signal: AbortSignal | undefined): Promise<void> {
+    const account = await store.getAccount(message.accountId);
+    const timestamp = Math.floor(clock.now() / 1000);
+    const response: WebhookResponse =
+      account === undefined
+        ? { kind: 'error', code: 'other', message: 'The account no longer exists.' }
+        : await settings.sender.send({
+            url: message.url,
+            headers: webhookHeaders(account.webhookSecret, message.id, timestamp, message.payload),
+            body: message.payload,
+            timeoutMs: settings.timeoutMs,
+            ...(signal === undefined ? {} : { signal }),
+          });
+    if (response.kind === 'error' && response.code === 'aborted') return;
+    const attempts = message.attempts + 1;
+    const now = clock.now();
+    if (response.kind === 'status' && response.status >= 200 && response.status < 300) {
+      await store.updateWebhook(message.id, {
+        status: 'delivered',
+        attempts,
+        nextAttemptAt: now,
+        lastError: null,
+      });
+      return;
+    }
+    const lastError =
+      response.kind === 'status'
+        ? `HTTP ${response.status}`
+        : `${response.code}: ${response.message}`;
+    // 410 Gone: the receiver asks us to stop (Standard Webhooks); a refused address never
+    // becomes a public one by asking again.
+    const final =
+      (response.kind === 'status' && response.status === 410) ||
+      (response.kind === 'error' && response.code === 'forbidden_address') ||
+      attempts > settings.retryScheduleMs.length;
+    const delay = settings.retryScheduleMs[attempts - 1] ?? 0;
+    await store.updateWebhook(message.id, {
+      status: final ? 'failed' : 'pending',
+      attempts,
+      nextAttemptAt: final ? now : now + jittered(delay),
+      lastError,
+    });
+  }
+
+  async function deliverAll(signal: AbortSignal | undefined): Promise<number> {
+    let attempted = 0;
+    for (;;) {
+      if (signal?.aborted === true) return attempted;
+      const due = await store.dueWebhooks(clock.now(), DELIVERIES_AT_ONCE);
+      if (due.length === 0) return attempted;
+      await Promise.all(due.map((message) => attempt(message, signal)));
+      attempted += due.length;
+    }
+  }
+
+  return {
+    message(job, event, at) {
+      if (job.callbackUrl === null) return undefined;
+      return {
+        id: ctx.newId('msg'),
+        accountId: job.accountId,
+        jobId: job.id,
+        url: job.callbackUrl,
+        payload: JSON.stringify(event),
+        status: 'pending',
+        attempts: 0,
+        nextAttemptAt: at,
+        lastError: null,
+        createdAt: at,
+      };
+    },
+    // One delivery round at a time, so a message is never sent twice at once by one process.
+    deliverDue(signal) {
+      const next = (running ?? Promise.resolve(0)).then(() => deliverAll(signal));
+      running = next.catch(() => 0);
+      return next;
+    },
+  };
+}

@@ -1,0 +1,373 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import { createEngine } from '../../src/engine/engine.js';
+import type { Dns, MxAnswer } from '../../src/ports/dns.js';
+import type { Store } from '../../src/ports/store.js';
+import { createSqliteStore } from '../../src/sqlite.js';
+import { createService, type Service } from '../../src/service/service.js';
+import type { ServiceError } from '../../src/service/service-error.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+
+const stores: [string, () => Store][] = [
+  ['memory', () => createMemoryStore()],
+  ['sqlite', () => createSqliteStore(':memory:')],
+];
+
+/** A Dns whose answers wait until `open()`: a job that stays processing while we look. */
+function gatedDns(zones: Record<string, readonly string[]>): Dns & { open(): void } {
+  const inner = createMemoryDns(zones);
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  return {
+    async mx(domain, signal): Promise<MxAnswer> {
+      await gate;
+      return inner.mx(domain, signal);
+    },
+    open: () => release(),
+  };
+}
+
+const fakeClock = (start = Date.UTC(2026, 10, 1)) => {
+  let now = start;
+  return { now: () => now, advance: (ms: number) => void (now += ms) };
+};
+
+async function text(chunks: AsyncIterable<string>): Promise<string> {
+  let all = '';
+  for await (const chunk of chunks) all += chunk;
+  return all;
+}
+
+async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeDefined();
+  return error as ServiceError;
+}
+
+describe.each(stores)('batch jobs (%s)', (_name, makeStore) => {
+  let services: Service[] = [];
+  afterEach(async () => {
+    for (const service of services) await service.stop();
+    services = [];
+  });
+
+  async function setup(
+    options: {
+      dns?: Dns;
+      credits?: number;
+      store?: Store;
+      clock?: ReturnType<typeof fakeClock>;
+    } = {},
+  ) {
+    const store = options.store ?? makeStore();
+    const service = createService({
+      engine: createEngine(options.dns === undefined ? { offline: true } : { dns: options.dns }),
+      store,
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+      batch: { baseUrl: 'https://api.example.com/', retentionMs: 3_600_000, flushSize: 7 },
+    });
+    services.push(service);
+    const account = await service.admin.createAccount({
+      email: 'ops@example.org',
+      plan: 'enterprise',
+      credits: options.credits ?? 1000,
+    });
+    return { service, store, caller: { accountId: account.id } };
+  }
+
+  it('verifies every address once, in input order, charging billable addresses only', async () => {
+    const { service, caller, store } = await setup();
+    const emails = [
+      'alice@example.org',
+      'not an address',
+      'Alice@example.org',
+      'bob@example.com',
+      'alice@example.org',
+      'info@mailinator.com',
+    ];
+    const created = await service.submitBatch(caller, { emails, method: 'quick' });
+    expect(created).toMatchObject({ status: 'processing', total_emails: 6 });
+    expect(created.id).toMatch(/^batch_/);
+    await service.batchWork.idle();
+
+    const status = await service.batchStatus(caller, created.id);
+    expect(status).toMatchObject({
+      id: created.id,
+      status: 'completed',
+      total_emails: 6,
+      processed: 6,
+      percent_complete: 100,
+      download_url: `https://api.example.com/v1/verify/${created.id}/results`,
+    });
+    expect(status.valid + status.invalid + status.risky).toBe(6);
+
+    const body = JSON.parse(await text(await service.batchResults(caller, created.id))) as {
+      results: Record<string, unknown>[];
+    };
+    // A duplicate repeats its first occurrence's record (case-insensitive local part).
+    expect(body.results.map((r) => r.email)).toEqual([
+      'alice@example.org',
+      'not an address',
+      'alice@example.org',
+      'bob@example.com',
+      'alice@example.org',
+      'info@mailinator.com',
+    ]);
+    expect(body.results.map((r) => r.duplicate === true)).toEqual([
+      false,
+      false,
+      true,
+      false,
+      true,
+      false,
+    ]);
+    // 4 billable (the duplicates are free) at 1 credit each, settled once, nothing held.
+    expect(await store.balance(caller.accountId)).toMatchObject({
+      used: 4,
+      reserved: 0,
+      available: 996,
+    });
+    const entries = await service.admin.ledger(caller.accountId);
+    expect(entries.filter((e) => e.kind === 'settle')).toHaveLength(4);
+  });
+
+  it('makes test addresses and filter matches free', async () => {
+    const { service, caller, store } = await setup();
+    await service.createFilter(caller, {
+      value: 'blocked.example',
+      type: 'domain',
+      action: 'block',
+    });
+    const created = await service.submitBatch(caller, {
+      emails: ['x@sub.blocked.example', 'a@example.org'],
+      method: 'quick',
+    });
+    await service.batchWork.idle();
+    const ndjson = await text(await service.batchResults(caller, created.id, { format: 'ndjson' }));
+    const records = ndjson
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { reason: string });
+    expect(records[0]?.reason).toBe('blocked_by_filter');
+    expect((await store.balance(caller.accountId)).used).toBe(1);
+  });
+
+  it('streams CSV with a header, one row per address', async () => {
+    const { service, caller } = await setup();
+    const created = await service.submitBatch(caller, {
+      emails: ['a@example.org', 'a@example.org', '=cmd@example.org'],
+      method: 'quick',
+    });
+    await service.batchWork.idle();
+    const csv = await text(await service.batchResults(caller, created.id, { format: 'csv' }));
+    const lines = csv.trim().split('\r\n');
+    expect(lines[0]).toMatch(/^email,state,score,reason,.*,duplicate$/);
+    expect(lines).toHaveLength(4);
+    expect(lines[2]?.endsWith(',true')).toBe(true);
+    expect(lines[3]?.startsWith("'=cmd@example.org")).toBe(true);
+  });
+
+  it('refuses 402 with needed and available when credits are short, storing nothing', async () => {
+    const { service, caller, store } = await setup({ credits: 2 });
+    const error = await refusal(
+      service.submitBatch(caller, { emails: ['a@x.org', 'b@x.org', 'c@x.org'], method: 'quick' }),
+    );
+    expect(error).toMatchObject({ code: 'insufficient_credits', status: 402 });
+    expect(error.context).toEqual({ needed: 3, available: 2 });
+    expect(await store.listJobs('processing')).toEqual([]);
+    expect(await store.balance(caller.accountId)).toMatchObject({ available: 2, reserved: 0 });
+  });
+
+  it.each([
+    [
+      '51,000 emails',
+      { emails: Array.from({ length: 51_000 }, (_, i) => `a${i}@x.org`) },
+      'emails',
+    ],
+    ['an empty list', { emails: [] }, 'emails'],
+    ['a non-string', { emails: ['a@x.org', 42] }, 'emails'],
+    ['a 10 KB address', { emails: [`${'a'.repeat(10_240)}@x.org`] }, 'emails'],
+    ['an unknown method', { emails: ['a@x.org'], method: 'deep' }, 'method'],
+    [
+      'credentials',
+      { emails: ['a@x.org'], callbackUrl: 'https://u:p@hooks.example.com/' },
+      'callback_url',
+    ],
+    [
+      'a non-http scheme',
+      { emails: ['a@x.org'], callbackUrl: 'ftp://hooks.example.com/' },
+      'callback_url',
+    ],
+    [
+      'plain http',
+      { emails: ['a@x.org'], callbackUrl: 'http://hooks.example.com/' },
+      'callback_url',
+    ],
+    ['127.0.0.1', { emails: ['a@x.org'], callbackUrl: 'https://127.0.0.1/' }, 'callback_url'],
+    ['10.0.0.1', { emails: ['a@x.org'], callbackUrl: 'https://10.0.0.1/' }, 'callback_url'],
+    [
+      '[::ffff:127.0.0.1]',
+      { emails: ['a@x.org'], callbackUrl: 'https://[::ffff:127.0.0.1]/' },
+      'callback_url',
+    ],
+    ['2130706433', { emails: ['a@x.org'], callbackUrl: 'https://2130706433/' }, 'callback_url'],
+    ['0x7f.1', { emails: ['a@x.org'], callbackUrl: 'https://0x7f.1/' }, 'callback_url'],
+    ['localhost', { emails: ['a@x.org'], callbackUrl: 'https://localhost:8443/' }, 'callback_url'],
+    [
+      '169.254.169.254',
+      { emails: ['a@x.org'], callbackUrl: 'https://169.254.169.254/' },
+      'callback_url',
+    ],
+    [
+      '100.64.0.1 (CGNAT)',
+      { emails: ['a@x.org'], callbackUrl: 'https://100.64.0.1/' },
+      'callback_url',
+    ],
+  ])(
+    'refuses %s as invalid_request naming the field, reserving nothing',
+    async (_n, input, field) => {
+      const { service, caller, store } = await setup();
+      const before = await service.admin.ledger(caller.accountId);
+      const error = await refusal(service.submitBatch(caller, input as never));
+      expect(error).toMatchObject({ code: 'invalid_request', status: 400 });
+      expect(error.context.field).toBe(field);
+      expect(await service.admin.ledger(caller.accountId)).toEqual(before);
+      expect(await store.listJobs('processing')).toEqual([]);
+    },
+  );
+
+  it('hides one account jobs from another (404)', async () => {
+    const { service, caller } = await setup();
+    const other = await service.admin.createAccount({ email: 'b@example.org', credits: 10 });
+    const created = await service.submitBatch(caller, { emails: ['a@example.org'] });
+    await service.batchWork.idle();
+    const stranger = { accountId: other.id };
+    expect(await refusal(service.batchStatus(stranger, created.id))).toMatchObject({
+      code: 'not_found',
+    });
+    expect(await refusal(service.batchResults(stranger, created.id))).toMatchObject({
+      code: 'not_found',
+    });
+  });
+
+  it('answers batch_not_completed with the progress before completion', async () => {
+    const dns = gatedDns({ 'example.org': ['mx.example.org'] });
+    const { service, caller } = await setup({ dns });
+    const created = await service.submitBatch(caller, {
+      emails: ['a@example.org', 'b@example.org'],
+      method: 'quick',
+    });
+    expect((await service.batchStatus(caller, created.id)).status).toBe('processing');
+    const error = await refusal(service.batchResults(caller, created.id));
+    expect(error).toMatchObject({ code: 'batch_not_completed', status: 409 });
+    expect(error.context).toMatchObject({ processed: 0, total_emails: 2, percent_complete: 0 });
+    dns.open();
+    await service.batchWork.idle();
+    expect((await service.batchStatus(caller, created.id)).status).toBe('completed');
+  });
+
+  it('gives back the credits of results it could not get (the unknown family)', async () => {
+    const dns = createMemoryDns({
+      'example.org': ['mx.example.org'],
+      'down.example': { kind: 'failure', code: 'timeout' },
+    });
+    const { service, caller, store } = await setup({ dns });
+    const created = await service.submitBatch(caller, {
+      emails: ['a@example.org', 'b@down.example'],
+      method: 'quick',
+    });
+    await service.batchWork.idle();
+    const ndjson = await text(await service.batchResults(caller, created.id, { format: 'ndjson' }));
+    const reasons = ndjson
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { reason: string }).reason);
+    const unknown = reasons.filter((r) =>
+      ['timeout', 'no_connect', 'unavailable_smtp', 'unexpected_error', 'invalid_smtp'].includes(r),
+    );
+    const credits = await store.balance(caller.accountId);
+    expect(credits.used).toBe(2 - unknown.length);
+    expect(credits.reserved).toBe(0);
+    expect(credits.available + credits.used).toBe(1000);
+  });
+
+  it('purges a finished job after its retention', async () => {
+    const clock = fakeClock();
+    const { service, caller } = await setup({ clock });
+    const created = await service.submitBatch(caller, { emails: ['a@example.org'] });
+    await service.batchWork.idle();
+    clock.advance(3_599_999);
+    expect(await service.batchWork.purgeExpired()).toBe(0);
+    clock.advance(1);
+    expect(await service.batchWork.purgeExpired()).toBe(1);
+    expect(await refusal(service.batchStatus(caller, created.id))).toMatchObject({
+      code: 'not_found',
+    });
+  });
+
+  it('answers the same job for the same idempotency key, and 409 for another request', async () => {
+    const { service, caller, store } = await setup();
+    const input = { emails: ['a@example.org', 'b@example.org'], method: 'quick' as const };
+    const first = await service.submitBatch(caller, input, { requestId: 'k1' });
+    const again = await service.submitBatch(caller, input, { requestId: 'k1' });
+    expect(again).toEqual(first);
+    expect(
+      await refusal(
+        service.submitBatch(caller, { emails: ['c@example.org'] }, { requestId: 'k1' }),
+      ),
+    ).toMatchObject({ code: 'idempotency_conflict' });
+    await service.batchWork.idle();
+    expect((await store.balance(caller.accountId)).used).toBe(2);
+  });
+
+  it('resumes a stopped job on start without verifying or charging finished addresses again', async () => {
+    const store = makeStore();
+    const zones: Record<string, readonly string[]> = {};
+    const emails: string[] = [];
+    for (let d = 0; d < 40; d++) {
+      zones[`d${d}.example`] = [`mx.d${d}.example`];
+      for (let i = 0; i < 5; i++) emails.push(`u${i}@d${d}.example`);
+    }
+    const dns = gatedDns(zones);
+    const first = await setup({ dns, store });
+    const created = await first.service.submitBatch(first.caller, { emails, method: 'quick' });
+    dns.open();
+    // Stop as soon as some results are stored.
+    while ((await first.service.batchStatus(first.caller, created.id)).processed === 0) {
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    await first.service.stop();
+    const partial = await first.service.batchStatus(first.caller, created.id);
+
+    const asked: string[] = [];
+    const inner = createMemoryDns(zones);
+    const second = createService({
+      engine: createEngine({
+        dns: { mx: (domain, signal) => (asked.push(domain), inner.mx(domain, signal)) },
+      }),
+      store,
+      batch: { flushSize: 7 },
+    });
+    services.push(second);
+    expect(await second.start()).toEqual({ resumed: partial.status === 'processing' ? 1 : 0 });
+    await second.batchWork.idle();
+    const done = await second.batchStatus(first.caller, created.id);
+    expect(done).toMatchObject({ status: 'completed', processed: 200 });
+    const results = (
+      await text(await second.batchResults(first.caller, created.id, { format: 'ndjson' }))
+    )
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { email: string }).email);
+    expect(results).toEqual(emails);
+    const entries = await second.admin.ledger(first.caller.accountId);
+    const settles = entries.filter((e) => e.kind === 'settle');
+    expect(settles).toHaveLength(200);
+    expect(new Set(settles.map((e) => e.ref)).size).toBe(200);
+    expect(await store.balance(first.caller.accountId)).toMatchObject({ used: 200, reserved: 0 });
+    expect(await store.listHolds(first.caller.accountId)).toEqual([]);
+  });
+});

@@ -1,0 +1,216 @@
+import { describe, expect, it } from 'vitest';
+import type { JobRecord, NewJobItem, Store, WebhookMessage } from '../../src/ports/store.js';
+
+const job = (id: string, accountId: string, overrides: Partial<JobRecord> = {}): JobRecord => ({
+  id,
+  accountId,
+  method: 'quick',
+  status: 'processing',
+  totalEmails: 5,
+  billable: 3,
+  cost: 1,
+  reservation: `mv:batch:${id}:hold:1`,
+  holds: 1,
+  callbackUrl: null,
+  processed: 0,
+  valid: 0,
+  invalid: 0,
+  risky: 0,
+  createdAt: 1000,
+  completedAt: null,
+  failureReason: null,
+  purgeAt: null,
+  ...overrides,
+});
+
+const record = (email: string) => JSON.stringify({ email, state: 'deliverable' });
+
+// a (billable), b (free: a test address), a again (duplicate), c, d (billable)
+const ITEMS: NewJobItem[] = [
+  { email: 'a@x.org', billable: true, duplicateOf: null, result: null },
+  {
+    email: 'b@x.org',
+    billable: false,
+    duplicateOf: null,
+    result: { record: record('b'), state: 'risky' },
+  },
+  { email: 'a@x.org', billable: false, duplicateOf: 0, result: null },
+  { email: 'c@x.org', billable: true, duplicateOf: null, result: null },
+  { email: 'd@x.org', billable: true, duplicateOf: null, result: null },
+];
+
+const settle = (jobId: string, position: number) => ({
+  kind: 'settle' as const,
+  ref: `mv:batch:${jobId}:item:${position}`,
+  reservation: `mv:batch:${jobId}:hold:1`,
+  amount: 1,
+});
+
+/** The batch part of the Store contract, run inside storeContract with accounts acct_a, acct_b. */
+export function batchStoreContract(store: () => Store): void {
+  describe('batch jobs', () => {
+    const create = async (id = 'job_1', credits = 10) => {
+      await store().applyLedger('acct_a', { kind: 'grant', ref: `g-${id}`, amount: credits }, 1);
+      return store().createJob(
+        job(id, 'acct_a'),
+        ITEMS,
+        {
+          requests: [{ kind: 'reserve', ref: `mv:batch:${id}:hold:1`, amount: 3, expiresAt: 5000 }],
+        },
+        1000,
+      );
+    };
+
+    it('stores a job with its reserve; free results and their counters at once', async () => {
+      const outcome = await create();
+      expect(outcome).toMatchObject({ ok: true, job: { processed: 1, risky: 1, valid: 0 } });
+      expect(await store().balance('acct_a')).toMatchObject({ available: 7, reserved: 3 });
+      expect(await store().getJob('acct_b', 'job_1')).toBeUndefined();
+      expect((await store().getJob('acct_a', 'job_1'))?.billable).toBe(3);
+      expect((await store().listJobs('processing')).map((j) => j.id)).toEqual(['job_1']);
+      expect(await store().pendingJobItems('job_1', -1, 10)).toEqual([
+        { position: 0, email: 'a@x.org' },
+        { position: 3, email: 'c@x.org' },
+        { position: 4, email: 'd@x.org' },
+      ]);
+      expect(await store().pendingJobItems('job_1', 0, 1)).toEqual([
+        { position: 3, email: 'c@x.org' },
+      ]);
+    });
+
+    it('stores nothing when the reserve is refused', async () => {
+      const outcome = await store().createJob(
+        job('job_2', 'acct_a'),
+        ITEMS,
+        { requests: [{ kind: 'reserve', ref: 'mv:batch:job_2:hold:1', amount: 3 }] },
+        1000,
+      );
+      expect(outcome).toMatchObject({ ok: false, code: 'insufficient_credits', needed: 3 });
+      expect(await store().getJob('acct_a', 'job_2')).toBeUndefined();
+    });
+
+    it('records results with their settles once; duplicates follow; pages in order', async () => {
+      await create();
+      const first = await store().recordJobResults(
+        'acct_a',
+        'job_1',
+        [{ position: 0, record: record('a'), state: 'deliverable', ledger: settle('job_1', 0) }],
+        1100,
+      );
+      expect(first).toMatchObject({ ok: true, job: { processed: 3, valid: 2, risky: 1 } });
+      // A replay of the same position writes nothing and charges nothing.
+      const replay = await store().recordJobResults(
+        'acct_a',
+        'job_1',
+        [{ position: 0, record: record('a'), state: 'deliverable', ledger: settle('job_1', 0) }],
+        1100,
+      );
+      expect(replay).toMatchObject({ ok: true, job: { processed: 3 } });
+      expect(await store().balance('acct_a')).toMatchObject({ used: 1, reserved: 2 });
+      expect(await store().jobResults('job_1', -1, 2)).toEqual([
+        { position: 0, record: record('a'), duplicate: false },
+        { position: 1, record: record('b'), duplicate: false },
+      ]);
+      expect(await store().jobResults('job_1', 1, 10)).toEqual([
+        { position: 2, record: record('a'), duplicate: true },
+      ]);
+    });
+
+    it('writes no result when its ledger request is refused', async () => {
+      await create();
+      const outcome = await store().recordJobResults(
+        'acct_a',
+        'job_1',
+        [
+          { position: 3, record: record('c'), state: 'deliverable', ledger: settle('job_1', 3) },
+          {
+            position: 4,
+            record: record('d'),
+            state: 'deliverable',
+            ledger: { ...settle('job_1', 4), reservation: 'mv:batch:nope' },
+          },
+        ],
+        1100,
+      );
+      expect(outcome).toMatchObject({ ok: false, code: 'unknown_reservation' });
+      expect((await store().getJob('acct_a', 'job_1'))?.processed).toBe(1);
+      expect(await store().balance('acct_a')).toMatchObject({ used: 0, reserved: 3 });
+      expect(await store().recordJobResults('acct_b', 'job_1', [], 1100)).toMatchObject({
+        ok: false,
+        code: 'job_not_found',
+      });
+    });
+
+    it('renews a live hold, later only; reholds; finishes once releasing the rest', async () => {
+      await create();
+      expect(await store().renewHold('acct_a', 'mv:batch:job_1:hold:1', 9000)).toBe(true);
+      expect(await store().renewHold('acct_a', 'mv:batch:job_1:hold:1', 2000)).toBe(true);
+      expect((await store().listHolds('acct_a'))[0]?.expiresAt).toBe(9000);
+      expect(await store().sweep(8999)).toBe(0);
+      expect(await store().sweep(9000)).toBe(1);
+      expect(await store().renewHold('acct_a', 'mv:batch:job_1:hold:1', 20_000)).toBe(false);
+
+      const reheld = await store().reholdJob(
+        'acct_a',
+        'job_1',
+        { kind: 'reserve', ref: 'mv:batch:job_1:hold:2', amount: 3, expiresAt: 30_000 },
+        9001,
+      );
+      expect(reheld).toMatchObject({
+        ok: true,
+        job: { reservation: 'mv:batch:job_1:hold:2', holds: 2 },
+      });
+      const webhook: WebhookMessage = {
+        id: 'msg_1',
+        accountId: 'acct_a',
+        jobId: 'job_1',
+        url: 'https://hooks.example.com/',
+        payload: '{}',
+        status: 'pending',
+        attempts: 0,
+        nextAttemptAt: 9002,
+        lastError: null,
+        createdAt: 9002,
+      };
+      const finish = {
+        status: 'failed',
+        completedAt: 9002,
+        failureReason: 'test',
+        purgeAt: 20_000,
+      } as const;
+      const finished = await store().finishJob('acct_a', 'job_1', finish, webhook, 9002);
+      expect(finished).toMatchObject({
+        ok: true,
+        job: { status: 'failed', failureReason: 'test' },
+      });
+      expect(await store().listHolds('acct_a')).toEqual([]);
+      expect(await store().balance('acct_a')).toMatchObject({
+        available: 10,
+        reserved: 0,
+        used: 0,
+      });
+      // Finishing again changes nothing and queues no second webhook.
+      await store().finishJob('acct_a', 'job_1', finish, { ...webhook, id: 'msg_2' }, 9003);
+      expect((await store().jobWebhooks('job_1')).map((m) => m.id)).toEqual(['msg_1']);
+
+      expect((await store().dueWebhooks(9001, 10)).length).toBe(0);
+      expect((await store().dueWebhooks(9002, 10)).map((m) => m.id)).toEqual(['msg_1']);
+      await store().updateWebhook('msg_1', {
+        status: 'pending',
+        attempts: 1,
+        nextAttemptAt: 15_000,
+        lastError: 'HTTP 500',
+      });
+      expect(await store().dueWebhooks(14_999, 10)).toEqual([]);
+      expect((await store().jobWebhooks('job_1'))[0]).toMatchObject({
+        attempts: 1,
+        lastError: 'HTTP 500',
+      });
+
+      expect(await store().purgeJobs(19_999)).toBe(0);
+      expect(await store().purgeJobs(20_000)).toBe(1);
+      expect(await store().getJob('acct_a', 'job_1')).toBeUndefined();
+      expect(await store().jobResults('job_1', -1, 10)).toEqual([]);
+    });
+  });
+}
