@@ -1,11 +1,21 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { fixture, refusal } from './helpers.js';
+import type { Store } from '../../src/ports/store.js';
+import { createSqliteStore } from '../../src/sqlite.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { fixture as baseFixture, refusal } from './helpers.js';
+
+const stores: [string, () => Store][] = [
+  ['memory', () => createMemoryStore()],
+  ['sqlite', () => createSqliteStore(':memory:')],
+];
 
 afterEach(() => {
   vi.useRealTimers();
 });
 
-describe('key rotation', () => {
+describe.each(stores)('key rotation on %s', (_name, makeStore) => {
+  const fixture = () => baseFixture({ store: makeStore() });
+
   it('never extends a grace period by rotating again during it', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const start = 1_800_000_000_000;
@@ -42,7 +52,9 @@ describe('key rotation', () => {
   });
 });
 
-describe('public key trusted domains', () => {
+describe.each(stores)('public key trusted domains on %s', (_name, makeStore) => {
+  const fixture = () => baseFixture({ store: makeStore() });
+
   it('refuses a public suffix when the key is created or updated, storing nothing', async () => {
     const { service, accountId } = await fixture();
     for (const pattern of ['com', '*.com', '*.co.uk', 'co.uk', '*.github.io']) {
