@@ -24,7 +24,6 @@ import {
   type LedgerBook,
 } from '../service/ledger.js';
 import { rateCounterOver, UNLIMITED_POINTS } from '../store/rate-counter.js';
-import { BATCH_MIGRATION, createSqliteBatchStore } from './sqlite-batch-store.js';
 import { StoreError, type StoreErrorCode } from '../store/store-error.js';
 
 export interface SqliteStoreOptions {
@@ -179,8 +178,6 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
   `,
-  // 4: batch jobs, their results and the webhook outbox (issue 12): sqlite-batch-store.ts.
-  BATCH_MIGRATION,
 ];
 
 /**
@@ -197,22 +194,29 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
   const db = guard(() => openDatabase(path, options));
   const statements = guard(() => prepareStatements(db));
   const counters = new Map<string, RateCounter>();
-  const limiterClient = cachingClient(db);
+  const rates = rateWindow(db);
+  const limiterClient = cachingClient(db, rates);
   const inTransaction = <T>(work: () => T): T => db.transaction(work).immediate();
   const stopSweeping = sweepEndedWindows(db, options.rateLimitSweepMs ?? RATE_LIMIT_SWEEP_MS);
+  /**
+   * A write other than a rate count: commits the open rate-count window first, so that it
+   * runs in a transaction of its own and is durable when it resolves, as before.
+   */
+  const guardWrite = <T>(work: () => T): T =>
+    guard(() => {
+      rates.close();
+      return work();
+    });
 
-  const commits = groupCommits(db, statements);
+  const commits = groupCommits(db, statements, rates);
   const stopSweepingHolds = sweepHoldsEvery(
     (at) => commits.sweep(at),
     options.holdSweepMs ?? HOLD_SWEEP_MS,
   );
 
   return {
-    // Batch jobs, results and the webhook outbox (issue 12): sqlite-batch-store.ts.
-    ...createSqliteBatchStore(db, (accountId) => sqliteBook(statements, accountId), guard),
-
     async insertAccount(account) {
-      guard(() =>
+      guardWrite(() =>
         statements.insertAccount.run(
           account.id,
           account.email,
@@ -228,7 +232,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     },
     async updateAccount(id, changes) {
       // Read and write in one transaction: another process's change is not lost between them.
-      return guard(() =>
+      return guardWrite(() =>
         inTransaction(() => {
           const current = accountFrom(statements.account.get(id));
           if (current === undefined) return undefined;
@@ -240,7 +244,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     },
 
     async insertKey(key) {
-      guard(() =>
+      guardWrite(() =>
         statements.insertKey.run(
           key.id,
           key.accountId,
@@ -267,7 +271,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       return guard(() => statements.keysOf.all(accountId)).map((row) => keyFrom(row) as KeyRecord);
     },
     async updateKey(id, changes) {
-      return guard(() =>
+      return guardWrite(() =>
         inTransaction(() => {
           const current = keyFrom(statements.key.get(id));
           if (current === undefined) return undefined;
@@ -320,7 +324,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     },
 
     async insertFilter(filter) {
-      return guard(() => {
+      return guardWrite(() => {
         const result = statements.insertFilter.run(
           filter.id,
           filter.accountId,
@@ -342,7 +346,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       });
     },
     async deleteFilter(accountId, id) {
-      return guard(() => statements.deleteFilter.run(id, accountId).changes === 1);
+      return guardWrite(() => statements.deleteFilter.run(id, accountId).changes === 1);
     },
     async ipFilterPrefixes(accountId) {
       return guard(() => {
@@ -383,7 +387,12 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
             }),
         );
         counter = {
-          hit: (key) => guardAsync(() => inner.hit(key)),
+          hit: (key) =>
+            guardAsync(async () => {
+              const count = await inner.hit(key);
+              await rates.committed();
+              return count;
+            }),
           peek: (key) => guardAsync(() => inner.peek(key)),
         };
         counters.set(id, counter);
@@ -392,6 +401,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     },
 
     async close() {
+      if (db.open) rates.close();
       stopSweeping();
       stopSweepingHolds();
       if (db.open) db.close();
@@ -561,7 +571,7 @@ interface QueuedCommit {
  * or malformed writes nothing and leaves the others in its group alone; a failure of SQLite
  * itself (full, busy, damaged) fails the whole group, which then wrote nothing.
  */
-function groupCommits(db: Database.Database, statements: Statements) {
+function groupCommits(db: Database.Database, statements: Statements, rates: RateWindow) {
   let queue: QueuedCommit[] = [];
   const books = new Map<string, LedgerBook>();
   const bookOf = (accountId: string) => {
@@ -604,6 +614,7 @@ function groupCommits(db: Database.Database, statements: Statements) {
     const group = queue;
     queue = [];
     try {
+      rates.close();
       runGroup.immediate(group);
     } catch (error) {
       const failure = storeErrorOf(error);
@@ -627,6 +638,7 @@ function groupCommits(db: Database.Database, statements: Statements) {
       });
     },
     sweep(at: number): number {
+      rates.close();
       return sweepAll.immediate(at);
     },
   };
@@ -711,14 +723,68 @@ function sweepHoldsEvery(sweep: (at: number) => number, intervalMs: number): () 
   return () => clearInterval(timer);
 }
 
+interface RateWindow {
+  /** Runs a rate count inside the open window, opening one if none is. */
+  run<T>(work: () => T): T;
+  /** Commits the open window, if any. */
+  close(): void;
+  /** Resolves once what has been counted so far is committed. */
+  committed(): Promise<void>;
+}
+
+/**
+ * Group commit for rate counts. Authenticating counts a request in its key's minute and day
+ * windows: two upserts, each its own commit, were most of an authenticated verify's cost. The
+ * counts of every request in one turn of the event loop go into one IMMEDIATE transaction,
+ * committed once the turn's callbacks have run (process.nextTick after the microtasks).
+ * A count is answered once committed, so a request is admitted only on a durable count, and
+ * counting stays exact between processes, since the write lock is held from the first count
+ * to the commit. Every other write (ledger commits, accounts, keys, filters, batch work) first
+ * commits the window, then runs in a transaction of its own as before.
+ */
+function rateWindow(db: Database.Database): RateWindow {
+  const begin = db.prepare('BEGIN IMMEDIATE');
+  const commit = db.prepare('COMMIT');
+  let open = false;
+  let waiters: { resolve(): void; reject(error: unknown): void }[] = [];
+  const close = () => {
+    if (!open) return;
+    open = false;
+    const waiting = waiters;
+    waiters = [];
+    try {
+      commit.run();
+    } catch (error) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      for (const waiter of waiting) waiter.reject(error);
+      return;
+    }
+    for (const waiter of waiting) waiter.resolve();
+  };
+  return {
+    committed: () =>
+      open
+        ? new Promise((resolve, reject) => waiters.push({ resolve, reject }))
+        : Promise.resolve(),
+    run(work) {
+      if (!open) {
+        begin.run();
+        open = true;
+        process.nextTick(close);
+      }
+      return work();
+    },
+    close,
+  };
+}
+
 /**
  * The connection as rate-limiter-flexible sees it: its SQL prepared once and kept (the
  * library prepares on every call: about a third of a counted request's cost), and its
- * single-statement transactions run by one cached IMMEDIATE transaction function.
+ * single-statement transactions run inside the rate-count window.
  */
-function cachingClient(db: Database.Database): Database.Database {
+function cachingClient(db: Database.Database, rates: RateWindow): Database.Database {
   const prepared = new Map<string, Database.Statement>();
-  const run = db.transaction((work: () => unknown) => work());
   return {
     prepare(sql: string) {
       let statement = prepared.get(sql);
@@ -731,7 +797,7 @@ function cachingClient(db: Database.Database): Database.Database {
     transaction:
       (work: (...args: unknown[]) => unknown) =>
       (...args: unknown[]) =>
-        run.immediate(() => work(...args)),
+        rates.run(() => work(...args)),
   } as unknown as Database.Database;
 }
 
