@@ -24,6 +24,7 @@ import {
   type LedgerBook,
 } from '../service/ledger.js';
 import { rateCounterOver, UNLIMITED_POINTS } from '../store/rate-counter.js';
+import { BATCH_MIGRATION, createSqliteBatchStore } from './sqlite-batch-store.js';
 import { StoreError, type StoreErrorCode } from '../store/store-error.js';
 
 export interface SqliteStoreOptions {
@@ -178,6 +179,8 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
   `,
+  // 4: batch jobs, their results and the webhook outbox (issue 12): sqlite-batch-store.ts.
+  BATCH_MIGRATION,
 ];
 
 /**
@@ -215,6 +218,9 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
   );
 
   return {
+    // Batch jobs, results and the webhook outbox (issue 12): sqlite-batch-store.ts.
+    ...createSqliteBatchStore(db, (accountId) => sqliteBook(statements, accountId), guardWrite),
+
     async insertAccount(account) {
       guardWrite(() =>
         statements.insertAccount.run(
