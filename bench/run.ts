@@ -10,6 +10,7 @@ import emailValidator from 'email-validator';
 import validator from 'validator';
 import { createEngine, parseAddress } from '../src/index.js';
 import { generateCorpus } from './corpus.js';
+import { chargedThroughputBench, printChargedThroughputTable } from './charged-throughput.js';
 import { ipFilterBench, printIpFilterTable, printServiceTable, serviceBench } from './service.js';
 import { printSmtpTable, smtpBench } from './smtp.js';
 import { printVerifyManyTable, verifyManyBench } from './verify-many.js';
@@ -149,6 +150,10 @@ printVerifyManyTable(await verifyManyBench());
 
 // The service core around the engine, on memory and SQLite.
 printServiceTable(await serviceBench(corpus));
+
+// Charged verifies on the durable path, sequential and with 50 callers, authenticated too,
+// beside the raw better-sqlite3 ceiling measured in the same run (issue 11).
+printChargedThroughputTable(await chargedThroughputBench(corpus));
 // Filter matching does not grow with the number of IP filters (DESIGN 5.4).
 printIpFilterTable(await ipFilterBench());
 
