@@ -5,12 +5,15 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-/** The entries of one data file: lines without comments or blanks, lowercased, sorted. */
+/**
+ * The entries of one data file: lines without comments or blanks, lowercased, sorted. An
+ * entry is a line's first word: what follows it (a source, say) is for people.
+ */
 export function readList(name) {
   const text = readFileSync(`${root}data/${name}`, 'utf8');
   const entries = new Set();
   for (const line of text.split('\n')) {
-    const entry = line.trim().toLowerCase();
+    const entry = (line.trim().split(/\s/, 1)[0] ?? '').toLowerCase();
     if (entry !== '' && !entry.startsWith('#')) entries.add(entry);
   }
   return [...entries].sort();

@@ -11,6 +11,7 @@ export type CheckName =
   | 'role'
   | 'free_provider'
   | 'no_reply'
+  | 'typo'
   | 'smtp'
   | 'catch_all';
 
@@ -35,6 +36,7 @@ export type RiskFactor =
   | 'mailbox_full'
   | 'smtp_rejected'
   | 'greylisted'
+  | 'possible_typo'
   | 'dns_unavailable';
 
 /** What one checker found: a status, a snake_case code and the factor it raises, if any. */
@@ -57,6 +59,8 @@ export interface Facts {
   readonly parsed: ParseResult;
   mx?: MxFacts;
   smtp?: SmtpFacts;
+  /** The address the typo check thinks was meant (`ann@gmail.com` for `ann@gmial.com`). */
+  didYouMean?: string;
   /** Wait and ask again when an SMTP server greylists (batches; off for single verifies). */
   readonly retryGreylisted?: boolean;
 }

@@ -1,9 +1,11 @@
 export * from './checker.js';
 export { DomainSet } from './domain-set.js';
+export { PackedDomainSet, type DomainLookup } from './packed-domain-set.js';
 export { syntaxFinding } from './syntax.js';
 export { domain, icannTldLookup, type TldLookup } from './domain.js';
 export { mx, mxFinding } from './mx.js';
-export { disposable } from './disposable.js';
+export { disposable, type DisposableOptions } from './disposable.js';
+export { createTypoSuggester, typo, type TypoLists } from './typo.js';
 export { role } from './role.js';
 export { freeProvider } from './free-provider.js';
 export { noReply } from './no-reply.js';

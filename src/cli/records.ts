@@ -49,6 +49,7 @@ const CSV_COLUMNS = [
   'catch_all',
   'mailbox_full',
   'no_reply',
+  'did_you_mean',
   'duration',
 ] as const;
 

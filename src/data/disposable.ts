@@ -1,19 +1,14 @@
-import { createRequire } from 'node:module';
-import { DomainSet } from '../checks/domain-set.js';
+import { PackedDomainSet } from '../checks/packed-domain-set.js';
+import { DISPOSABLE_COUNT, DISPOSABLE_PACKED } from './generated/disposable.js';
 
-let disposableDomains: DomainSet | undefined;
+let disposableDomains: PackedDomainSet | undefined;
 
 /**
- * The disposable-email-domains lists (index and wildcard), loaded on first use: about 120,000
- * domains, which a process that never checks disposability should not pay for at import.
+ * The merged disposable list (disposable-email-domains, burner-email-providers and
+ * mailchecker, less free providers and data/disposable-allow.txt), compiled at build time by
+ * scripts/compile-lists.mjs. Its lookup table is built on first use: a process that never
+ * checks disposability pays only for loading one string.
  */
-export function DISPOSABLE_DOMAINS(): DomainSet {
-  if (disposableDomains === undefined) {
-    // createRequire reads the JSON without the experimental-JSON-modules warning of Node 20.
-    const require = createRequire(import.meta.url);
-    const index = require('disposable-email-domains') as string[];
-    const wildcard = require('disposable-email-domains/wildcard.json') as string[];
-    disposableDomains = new DomainSet([...index, ...wildcard]);
-  }
-  return disposableDomains;
+export function DISPOSABLE_DOMAINS(): PackedDomainSet {
+  return (disposableDomains ??= new PackedDomainSet(DISPOSABLE_PACKED, DISPOSABLE_COUNT));
 }

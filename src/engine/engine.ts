@@ -6,7 +6,7 @@ import {
 } from '../address/parse.js';
 import { createNodeDns, type NodeDnsOptions } from '../adapters/node-dns.js';
 import { createNodeSmtp, type NodeSmtpOptions } from '../adapters/node-smtp.js';
-import type { AddressFacts, CheckPorts, CheckResult, Checker, MxFacts } from '../checks/checker.js';
+import type { AddressFacts, CheckPorts, CheckResult, Checker } from '../checks/checker.js';
 import { syntaxFinding } from '../checks/syntax.js';
 import { createCachedDns } from '../dns/cached-dns.js';
 import { createCanaryDns, type DnsCanaryOptions } from '../dns/canary-dns.js';
@@ -73,6 +73,12 @@ export interface EngineOptions {
   readonly parse?: ParseAddressOptions;
   /** Replace individual checkers (their data, say) without reshaping the methods. */
   readonly checkers?: Partial<CheckerSet>;
+  /**
+   * Domains that are never disposable whatever the maintained lists say (your own false
+   * positives), with their subdomains; the default list is kept. Ignored when `checkers`
+   * replaces the disposable checker (then pass `disposable({ allow })` there).
+   */
+  readonly disposableAllow?: Iterable<string>;
 }
 
 export interface VerifyOptions {
@@ -140,7 +146,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
           smtp: batchProbes(smtp, { clock, ...optional('catchAllTtlMs', options.catchAllTtlMs) }),
         };
   const smtpChecks = optional('greylistRetryMs', options.greylistRetryMs);
-  const methods = buildMethods({ ...defaultCheckers(smtpChecks), ...options.checkers });
+  const methods = buildMethods({
+    ...defaultCheckers(smtpChecks, options.disposableAllow),
+    ...options.checkers,
+  });
   const parseOptions = options.parse;
   const context: EngineContext = { ports, clock, parseOptions, paths: FindingPath.root() };
 
@@ -351,18 +360,19 @@ function verdictOf(
   started: number,
   context: EngineContext,
 ): Verdict {
-  return buildVerdict(facts.input, facts.parsed, facts.mx, method, path.outcome, started, context);
+  return buildVerdict(facts.input, facts.parsed, facts, method, path.outcome, started, context);
 }
 
 function buildVerdict(
   input: string,
   parsed: ParseResult,
-  mx: MxFacts | undefined,
+  facts: Pick<AddressFacts, 'mx' | 'didYouMean'> | undefined,
   method: Method,
   outcome: Outcome,
   started: number,
   { clock }: EngineContext,
 ): Verdict {
+  const mx = facts?.mx;
   const hosts = mx === undefined ? [] : mx.hosts.map((h) => h.exchange);
   const mxRecord = hosts[0] ?? null;
   return {
@@ -385,6 +395,7 @@ function buildVerdict(
     noReply: outcome.noReply,
     catchAll: outcome.catchAll,
     mailboxFull: outcome.mailboxFull,
+    didYouMean: facts?.didYouMean ?? null,
     smtpUtf8: parsed.ok ? parsed.smtpUtf8 : false,
     testAddress: false,
     error: parsed.ok ? null : { code: parsed.code, message: parsed.message },

@@ -42,6 +42,7 @@ export function fixedVerdict(
     noReply: flag,
     catchAll: source === 'test_address' ? fixed.riskFactors.includes('catch_all') : null,
     mailboxFull: flag,
+    didYouMean: null,
     smtpUtf8: parsed.smtpUtf8,
     testAddress: source === 'test_address',
     error: null,

@@ -6,6 +6,7 @@ import { mx } from '../checks/mx.js';
 import { noReply } from '../checks/no-reply.js';
 import { role } from '../checks/role.js';
 import { catchAll, smtp, type SmtpCheckOptions } from '../checks/smtp.js';
+import { typo } from '../checks/typo.js';
 
 export type MethodName = 'quick' | 'standard' | 'smtp';
 
@@ -27,29 +28,47 @@ export interface CheckerSet {
   readonly role: Checker;
   readonly freeProvider: Checker;
   readonly noReply: Checker;
+  /** Suggests the well-known mail domain a domain is one slip away from (standard and smtp). */
+  readonly typo: Checker;
   /** What the smtp method adds: the probe, then the reading of its catch-all answer. */
   readonly smtp: readonly Checker[];
 }
 
-export function defaultCheckers(smtpOptions: SmtpCheckOptions = {}): CheckerSet {
+/**
+ * The checkers of a default engine. `disposableAllow` names domains that are never
+ * disposable whatever the list says (your own false positives).
+ */
+export function defaultCheckers(
+  smtpOptions: SmtpCheckOptions = {},
+  disposableAllow?: Iterable<string>,
+): CheckerSet {
   return {
     smtp: [smtp(smtpOptions), catchAll()],
     domain: domain(),
     mx: mx(),
-    disposable: disposable(),
+    disposable: disposable(disposableAllow === undefined ? {} : { allow: disposableAllow }),
     role: role(),
     freeProvider: freeProvider(),
     noReply: noReply(),
+    typo: typo(),
   };
 }
 
 /**
  * The method table of DESIGN 2.3. The offline checks of each method run before its DNS
- * lookup, so a failed TLD costs no query; standard's list checks add no I/O.
+ * lookup, so a failed TLD costs no query; standard's list checks add no I/O. The typo check
+ * runs first: `gmail.con` fails the domain check and `gmial.com` may have no MX, and those
+ * are the addresses that most need a suggestion. Quick stays the DESIGN's five checks.
  */
 export function buildMethods(checkers: CheckerSet): Readonly<Record<MethodName, Method>> {
   const quick = [checkers.domain, checkers.disposable, checkers.mx];
-  const standard = [...quick, checkers.role, checkers.freeProvider, checkers.noReply];
+  const standard = [
+    checkers.typo,
+    ...quick,
+    checkers.role,
+    checkers.freeProvider,
+    checkers.noReply,
+  ];
   return {
     quick: { name: 'quick', cost: 1, checkers: quick },
     standard: { name: 'standard', cost: 2, checkers: standard },

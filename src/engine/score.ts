@@ -45,6 +45,8 @@ export const FACTOR_WEIGHTS: Readonly<Record<RiskFactor, number>> = {
   mailbox_full: 15,
   greylisted: 5,
   dns_unavailable: 5,
+  // A likely slip of a well-known domain: mail may go astray, but the domain decides the state.
+  possible_typo: 15,
   confusable: 20,
   disposable: 20,
   no_mx: 0,

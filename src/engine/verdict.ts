@@ -57,6 +57,11 @@ export interface Verdict {
   readonly noReply: boolean | null;
   readonly catchAll: boolean | null;
   readonly mailboxFull: boolean | null;
+  /**
+   * The address probably meant when the domain looks like a slip of a well-known mail domain
+   * (`ann@gmail.com` for `ann@gmial.com`, with the `possible_typo` factor), else null.
+   */
+  readonly didYouMean: string | null;
   /** Delivery needs SMTPUTF8 (a non-ASCII local part). */
   readonly smtpUtf8: boolean;
   /** One of the three fixed test addresses: no check ran, no credit is due. */

@@ -23,6 +23,8 @@ export interface DetailedResult extends CompactResult {
   catch_all: boolean | null;
   mailbox_full: boolean | null;
   no_reply: boolean | null;
+  /** The address probably meant (`ann@gmail.com` for `ann@gmial.com`), else null. */
+  did_you_mean: string | null;
   duration: number;
 }
 
@@ -44,6 +46,7 @@ export const DETAILED_FIELDS: readonly DetailedField[] = [
   'catch_all',
   'mailbox_full',
   'no_reply',
+  'did_you_mean',
   'duration',
 ];
 
@@ -58,6 +61,7 @@ export interface ShapeBResult {
   free: boolean | null;
   catch_all: boolean | null;
   risk_factors: RiskFactor[];
+  did_you_mean: string | null;
   site_source?: string;
   duration: number;
 }
@@ -105,6 +109,7 @@ export function toDetailed(verdict: Verdict): DetailedResult {
     catch_all: verdict.catchAll,
     mailbox_full: verdict.mailboxFull,
     no_reply: verdict.noReply,
+    did_you_mean: verdict.didYouMean,
     duration: roundedDuration(verdict.duration),
   };
 }
@@ -147,6 +152,7 @@ export function toShapeB(verdict: Verdict, siteSource?: string): ShapeBResult {
     free: verdict.free,
     catch_all: verdict.catchAll,
     risk_factors: [...verdict.riskFactors],
+    did_you_mean: verdict.didYouMean,
     ...optional('site_source', siteSource),
     duration: roundedDuration(verdict.duration),
   };

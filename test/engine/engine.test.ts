@@ -42,6 +42,7 @@ describe('engine.verify', () => {
     });
     expect(verdict.checks.map((c) => c.check)).toEqual([
       'syntax',
+      'typo',
       'domain',
       'disposable',
       'mx',

@@ -39,7 +39,7 @@ export async function verifyCommand(
       v.state,
       String(v.score),
       v.reason,
-      v.error?.message ?? v.riskFactors.join(', '),
+      v.error?.message ?? details(v),
     ]);
     for (const text of table(['ADDRESS', 'STATE', 'SCORE', 'REASON', 'DETAILS'], rows)) {
       line(io.stdout, text);
@@ -48,4 +48,11 @@ export async function verifyCommand(
   if (flags.strict !== true) return EXIT.ok;
   if (verdicts.some((v) => v.state === 'undeliverable')) return EXIT.undeliverable;
   return verdicts.some((v) => v.state === 'risky') ? EXIT.risky : EXIT.ok;
+}
+
+/** The DETAILS column: the risk factors, then the address probably meant, if any. */
+function details(verdict: Verdict): string {
+  const factors = verdict.riskFactors.join(', ');
+  if (verdict.didYouMean === null) return factors;
+  return `${factors}; did you mean ${verdict.didYouMean}?`;
 }

@@ -1,0 +1,100 @@
+/** What a list check needs of a set of domains. DomainSet and PackedDomainSet both answer it. */
+export interface DomainLookup {
+  readonly size: number;
+  has(domain: string): boolean;
+  /** True when `domain` or one of its parents (`a.b.c` -> `b.c` -> `c`) is listed. */
+  hasSelfOrParent(domain: string): boolean;
+}
+
+/**
+ * A set of ASCII domains over one '\n'-separated string, as the build step writes the
+ * disposable list (src/data/generated/disposable.ts): no array, no string per domain.
+ *
+ * An open-addressing table of offsets into the string, keyed by the same right-to-left
+ * FNV-1a hash as DomainSet, so every parent is probed in one pass over the domain and a
+ * probe compares characters in place. Built on first use in one pass over the string: on
+ * the 147,000 domains of the merged list about 10 ms and 2 MB of table, against about
+ * 120 ms and 17 MB to parse the JSON lists and fill a Set (issue 14's measurement).
+ */
+export class PackedDomainSet implements DomainLookup {
+  readonly #text: string;
+  readonly size: number;
+  #table: Int32Array | undefined;
+  #mask = 0;
+
+  constructor(packed: string, size?: number) {
+    this.#text = packed;
+    this.size = size ?? (packed === '' ? 0 : countLines(packed));
+  }
+
+  has(domain: string): boolean {
+    return this.#find(domain, 0, suffixHash(domain, 0));
+  }
+
+  hasSelfOrParent(domain: string): boolean {
+    let hash = FNV_OFFSET;
+    for (let i = domain.length - 1; i >= 0; i--) {
+      hash = Math.imul(hash ^ domain.charCodeAt(i), FNV_PRIME);
+      if ((i === 0 || domain.charCodeAt(i - 1) === 0x2e) && this.#find(domain, i, hash)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether `domain.slice(start)`, whose hash is `hash`, is listed. */
+  #find(domain: string, start: number, hash: number): boolean {
+    const table = (this.#table ??= this.#build());
+    const text = this.#text;
+    const length = domain.length - start;
+    for (let slot = hash & this.#mask; ; slot = (slot + 1) & this.#mask) {
+      const entry = table[slot] as number;
+      if (entry === 0) return false;
+      const offset = entry - 1;
+      let k = 0;
+      while (k < length && text.charCodeAt(offset + k) === domain.charCodeAt(start + k)) k++;
+      if (k === length) {
+        const next = offset + k;
+        if (next === text.length || text.charCodeAt(next) === 0x0a) return true;
+      }
+    }
+  }
+
+  #build(): Int32Array {
+    const text = this.#text;
+    let slots = 1024;
+    // Load under 0.4: a miss then costs about 1.4 probes with linear probing.
+    while (slots < this.size * 2.5) slots *= 2;
+    const table = new Int32Array(slots);
+    this.#mask = slots - 1;
+    let start = 0;
+    while (start < text.length) {
+      let end = text.indexOf('\n', start);
+      if (end === -1) end = text.length;
+      let hash = FNV_OFFSET;
+      for (let i = end - 1; i >= start; i--) hash = Math.imul(hash ^ text.charCodeAt(i), FNV_PRIME);
+      let slot = hash & this.#mask;
+      while (table[slot] !== 0) slot = (slot + 1) & this.#mask;
+      // Offsets are stored plus one: 0 marks an empty slot.
+      table[slot] = start + 1;
+      start = end + 1;
+    }
+    return table;
+  }
+}
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+function suffixHash(domain: string, start: number): number {
+  let hash = FNV_OFFSET;
+  for (let i = domain.length - 1; i >= start; i--)
+    hash = Math.imul(hash ^ domain.charCodeAt(i), FNV_PRIME);
+  return hash;
+}
+
+function countLines(text: string): number {
+  let count = 1;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) count++;
+  return count;
+}

@@ -1,0 +1,177 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseAddress, type ParsedAddress } from '../../src/address/parse.js';
+import type { AddressFacts } from '../../src/checks/checker.js';
+import { adjacent, createTypoSuggester, slipOf, typo } from '../../src/checks/typo.js';
+import { DISPOSABLE_DOMAINS } from '../../src/data/disposable.js';
+import { FREE_PROVIDER_DOMAINS } from '../../src/data/generated/lists.js';
+import { COMPANY_DOMAINS, RANKED_MAIL_DOMAINS } from '../../src/data/generated/typo-lists.js';
+import { createEngine } from '../../src/engine/engine.js';
+import { toDetailed, toShapeB } from '../../src/format/shapes.js';
+import { fcParams } from '../helpers/fast-check.js';
+
+const suggest = createTypoSuggester();
+const KNOWN = [...RANKED_MAIL_DOMAINS, ...FREE_PROVIDER_DOMAINS, ...COMPANY_DOMAINS];
+
+function facts(address: string): AddressFacts {
+  const parsed = parseAddress(address);
+  if (!parsed.ok) throw new Error(`${address}: ${parsed.code}`);
+  return { input: address, parsed: parsed as ParsedAddress };
+}
+
+describe('typo suggestions', () => {
+  it.each([
+    ['gmial.com', 'gmail.com'],
+    ['gmai.com', 'gmail.com'],
+    ['gmail.con', 'gmail.com'],
+    ['hotmal.com', 'hotmail.com'],
+    ['yahooo.com', 'yahoo.com'],
+    ['outlok.com', 'outlook.com'],
+    ['icloud.co', 'icloud.com'],
+    ['gmx.nte', 'gmx.net'],
+    ['gmaill.com', 'gmail.com'],
+    ['gnail.com', 'gmail.com'],
+    ['hotmial.con', 'hotmail.com'],
+    ['yahoo.co', 'yahoo.com'],
+    ['hotmail.co.ik', 'hotmail.co.uk'],
+    ['qq.con', 'qq.com'],
+  ])('%s -> %s', (typed, meant) => {
+    expect(suggest(typed)).toBe(meant);
+  });
+
+  it.each([
+    // Real domains one keystroke from a well-known one.
+    'gmx.com',
+    'gmx.de',
+    'mail.com',
+    'ymail.com',
+    'live.com',
+    'love.com',
+    'hotmail.de',
+    'yahoo.de',
+    'gmc.com',
+    'yeah.net',
+    // Unknown domains nowhere near one, and short names past their suffix.
+    'acme.io',
+    'example.com',
+    'aon.com',
+    'gmo.com',
+    'lve.com',
+    'a.b.c.d',
+  ])('%s gets no suggestion', (domain) => {
+    expect(suggest(domain)).toBeNull();
+  });
+
+  it('never calls a listed free provider, company or disposable domain a typo of another', () => {
+    for (const domain of [...FREE_PROVIDER_DOMAINS, ...COMPANY_DOMAINS]) {
+      expect(suggest(domain), domain).toBeNull();
+    }
+    // Disposable domains may be typo-squats (gmial.com is on two lists): those get one, and
+    // it is always a slip of the suggestion.
+    const sample = ['mailinator.com', 'guerrillamail.com', '10minutemail.com', 'yopmail.com'];
+    for (const domain of sample) {
+      expect(DISPOSABLE_DOMAINS().has(domain)).toBe(true);
+      expect(suggest(domain), domain).toBeNull();
+    }
+  });
+
+  it('reads slips the way fingers make them on a QWERTY keyboard', () => {
+    expect(adjacent('m', 'n')).toBe(true);
+    expect(adjacent('q', 'a')).toBe(true);
+    expect(adjacent('g', 'm')).toBe(false);
+    expect(slipOf('gmail', 'gmail')).toBe(0);
+    expect(slipOf('gmal', 'gmail')).not.toBe(-1);
+    expect(slipOf('gmaol', 'gmail')).not.toBe(-1);
+    // x is nowhere near i: not a slip.
+    expect(slipOf('gmaxl', 'gmail')).toBe(-1);
+    expect(slipOf('gmial', 'gmail')).not.toBe(-1);
+    expect(slipOf('gmaail', 'gmail')).not.toBe(-1);
+    expect(slipOf('gmxail', 'gmail')).toBe(-1);
+  });
+
+  it('property: a known-good domain never gets a suggestion', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...KNOWN), (domain) => suggest(domain) === null),
+      fcParams(),
+    );
+  });
+
+  it('property: a suggestion is always a domain of the ranked list, never the input', () => {
+    const ranked = new Set(RANKED_MAIL_DOMAINS);
+    const letters = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789-.');
+    const edited = fc
+      .tuple(fc.constantFrom(...RANKED_MAIL_DOMAINS), fc.nat(), letters, fc.nat(3))
+      .map(([domain, at, letter, kind]) => {
+        const i = at % domain.length;
+        if (kind === 0) return domain.slice(0, i) + domain.slice(i + 1);
+        if (kind === 1) return domain.slice(0, i) + letter + domain.slice(i);
+        if (kind === 2) return domain.slice(0, i) + letter + domain.slice(i + 1);
+        return domain.slice(0, i) + (domain[i + 1] ?? '') + domain[i] + domain.slice(i + 2);
+      });
+    fc.assert(
+      fc.property(fc.oneof(edited, fc.domain()), (domain) => {
+        const suggestion = suggest(domain);
+        return suggestion === null || (ranked.has(suggestion) && suggestion !== domain);
+      }),
+      fcParams(),
+    );
+  });
+
+  it('takes its lists injected', () => {
+    const own = createTypoSuggester({ ranked: ['acme-mail.com'], known: ['acme-mall.com'] });
+    expect(own('acme-mial.com')).toBe('acme-mail.com');
+    expect(own('acme-mall.com')).toBeNull();
+    expect(own('gmial.com')).toBeNull();
+  });
+});
+
+describe('typo checker', () => {
+  it('raises possible_typo and records the address meant, local part kept', () => {
+    const f = facts('Ann.Lee+news@gmial.com');
+    expect(typo().run(f, { dns: undefined as never })).toMatchObject({
+      check: 'typo',
+      status: 'risky',
+      code: 'possible_typo',
+      factor: 'possible_typo',
+    });
+    expect(f.didYouMean).toBe('Ann.Lee+news@gmail.com');
+  });
+
+  it('passes a well-known domain and records nothing', () => {
+    const f = facts('ann@gmail.com');
+    expect(typo().run(f, { dns: undefined as never })).toMatchObject({ status: 'pass' });
+    expect(f.didYouMean).toBeUndefined();
+  });
+});
+
+describe('did_you_mean in verdicts', () => {
+  const engine = createEngine({ offline: true });
+
+  it('lowers the score without deciding the state (standard)', () => {
+    const typoed = engine.verifySync('ann@hotmial.com');
+    expect(typoed.didYouMean).toBe('ann@hotmail.com');
+    expect(typoed.riskFactors).toContain('possible_typo');
+    // hotmial.com is on a disposable list: that, not the typo, makes it risky.
+    const plain = engine.verifySync('ann@gmal.com');
+    expect(plain.didYouMean).toBe('ann@gmail.com');
+    expect(toDetailed(plain).did_you_mean).toBe('ann@gmail.com');
+    expect(toShapeB(plain).did_you_mean).toBe('ann@gmail.com');
+  });
+
+  it('suggests even when the slip makes the domain undeliverable (an unknown TLD)', () => {
+    const verdict = engine.verifySync('ann@gmail.con');
+    expect(verdict).toMatchObject({
+      state: 'undeliverable',
+      reason: 'invalid_domain',
+      didYouMean: 'ann@gmail.com',
+    });
+  });
+
+  it('is null when nothing is suggested, and quick runs no typo check', () => {
+    expect(engine.verifySync('ann@gmail.com').didYouMean).toBeNull();
+    const quick = engine.verifySync('ann@gmial.com', { method: 'quick' });
+    expect(quick.didYouMean).toBeNull();
+    expect(quick.checks.map((c) => c.check)).not.toContain('typo');
+    expect(toDetailed(engine.verifySync('x')).did_you_mean).toBeNull();
+  });
+});
