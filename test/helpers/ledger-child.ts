@@ -34,7 +34,8 @@ const store: Store = {
 };
 // The clock resumes where the killed process had moved it (argv[3], ms ahead of Date.now).
 const clock = shiftingClock(Number(process.argv[3] ?? 0));
-const system = ledgerSystem(modelService(store, clock), clock);
+// argv[4] 'offline': the synchronous path, each verify one commit.
+const system = ledgerSystem(modelService(store, clock, process.argv[4] === 'offline'), clock);
 
 createInterface({ input: process.stdin }).on('line', (line) => {
   const { id, op, args, crashAfterWrites } = JSON.parse(line) as {

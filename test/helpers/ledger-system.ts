@@ -126,11 +126,16 @@ export function shiftingClock(offset = 0): ShiftingClock {
   return { now: () => Date.now() + offset, advance: (ms) => (offset += ms) };
 }
 
-/** The service the model drives: example.org answers, slow-dns.org times out (a refund). */
-export function modelService(store: Store, clock: ShiftingClock): Service {
+/**
+ * The service the model drives: example.org answers, slow-dns.org times out (a refund).
+ * Offline, every verify is synchronous (reserve and settle in one commit) and nothing times
+ * out: slow-dns.org is charged like any other.
+ */
+export function modelService(store: Store, clock: ShiftingClock, offline = false): Service {
   const dns = createMemoryDns({
     'example.org': ['mx.example.org'],
     'slow-dns.org': { kind: 'failure', code: 'timeout' },
   });
-  return createService({ engine: createEngine({ dns }), store, clock });
+  const engine = offline ? createEngine({ offline: true }) : createEngine({ dns });
+  return createService({ engine, store, clock });
 }

@@ -63,10 +63,12 @@ interface Model {
   offset: number;
   /** Names the entries of verifies, whose references are the service's random ones. */
   verifies: number;
+  /** An offline engine: verifies are synchronous and nothing times out. */
+  offline: boolean;
 }
 
 /** The model of a new account: its initial grant and the free plan. */
-function newModel(): Model {
+function newModel(offline: boolean): Model {
   const model: Model = {
     available: 0,
     reserved: 0,
@@ -78,6 +80,7 @@ function newModel(): Model {
     plan: 'free',
     offset: 0,
     verifies: 0,
+    offline,
   };
   applyEntry(model, {
     ref: 'mv:initial_grant',
@@ -210,7 +213,7 @@ function modelCharge(model: Model, email: string, method: 'quick' | 'standard'):
   if (cost > model.available) return { ok: false, code: 'insufficient_credits' };
   const ref = `verify#${model.verifies++}`;
   applyEntry(model, { ref, kind: 'reserve', amount: cost, reservation: ref });
-  if (email.endsWith('@slow-dns.org')) {
+  if (email.endsWith('@slow-dns.org') && !model.offline) {
     applyEntry(model, { ref: `${ref}:refund`, kind: 'refund', amount: cost, reservation: ref });
     return { ok: true, charged: 0 };
   }
@@ -254,12 +257,16 @@ class ChildSystem {
   >();
   private nextId = 1;
 
-  constructor(private readonly path: string) {}
+  constructor(
+    private readonly path: string,
+    private readonly offline: boolean,
+  ) {}
 
   /** Starts the process with its clock `offset` ms ahead of Date.now. */
   async start(offset = 0): Promise<void> {
     const script = new URL('../helpers/ledger-child.ts', import.meta.url).pathname;
-    this.child = spawn(process.execPath, ['--import', 'tsx', script, this.path, String(offset)]);
+    const args = [script, this.path, String(offset), this.offline ? 'offline' : 'online'];
+    this.child = spawn(process.execPath, ['--import', 'tsx', ...args]);
     this.pending = new Map();
     const ready = new Promise<void>((resolve, reject) => {
       this.pending.set(0, { resolve: () => resolve(), reject });
@@ -570,13 +577,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('credits ledger against a model', () => {
   it('holds on the memory store', async () => {
     await fc.assert(
-      fc.asyncProperty(commandsArb(false), async (commands) => {
+      fc.asyncProperty(commandsArb(false), fc.boolean(), async (commands, offline) => {
         const clock = shiftingClock();
-        const service = modelService(createMemoryStore(), clock);
+        const service = modelService(createMemoryStore(), clock, offline);
         const system = ledgerSystem(service, clock);
         const accountId = await system.setup();
         await fc.asyncModelRun(
-          () => ({ model: newModel(), real: { system, accountId } }),
+          () => ({ model: newModel(offline), real: { system, accountId } }),
           commands,
         );
       }),
@@ -588,7 +595,10 @@ describe('credits ledger against a model', () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(commandsArb(true), async (commands) => {
-        const child = new ChildSystem(join(dir, `model-${run++}.db`));
+        // Runs alternate between the asynchronous path (reserve, verify, settle: two commits)
+        // and the synchronous one (one commit per verify).
+        const offline = run % 2 === 1;
+        const child = new ChildSystem(join(dir, `model-${run++}.db`), offline);
         await child.start();
         try {
           const system = child.asSystem();
@@ -602,7 +612,7 @@ describe('credits ledger against a model', () => {
               await child.start(offset);
             },
           };
-          await fc.asyncModelRun(() => ({ model: newModel(), real }), commands);
+          await fc.asyncModelRun(() => ({ model: newModel(offline), real }), commands);
         } finally {
           child.stop();
         }
