@@ -191,7 +191,10 @@ export async function ipFilterBench(): Promise<IpFilterRow[]> {
         }
         const on = (accountId: string) => (a: string) =>
           service.verify({ accountId }, a, { method: 'quick' });
-        const [none, many] = await ratesInterleaved(addresses, [on(plain.id), on(filtered.id)]);
+        const [none = 0, many = 0] = await ratesInterleaved(addresses, [
+          on(plain.id),
+          on(filtered.id),
+        ]);
         rows.push({ input, store: storeName, none, many });
         await store.close();
       }
