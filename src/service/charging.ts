@@ -200,7 +200,7 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
     try {
       verdict = await engine.verify(email, {
         method,
-        signal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]),
+        signal: signal === undefined ? deadline : eitherSignal(signal, deadline),
       });
     } catch (error) {
       // Aborted or failed: nothing was learned, nothing is charged, the key is free again.
@@ -221,6 +221,15 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
       );
       // A hold the sweeper released already has nothing left to give back: that is fine.
       if (!outcome.ok && outcome.code !== 'exceeds_reservation') throw refusalError(outcome);
+      if (deadline.aborted && signal?.aborted !== true) {
+        // Our deadline, not the caller's signal: a typed answer rather than a raw abort.
+        throw new ServiceError(
+          'internal_error',
+          `The verification did not finish within ${VERIFY_DEADLINE_MS[method] / 1000} s; nothing was charged.`,
+          {},
+          { cause: error },
+        );
+      }
       throw error;
     }
     const result = { verdict, charged: UNKNOWN_REASONS.has(verdict.reason) ? 0 : cost };
@@ -280,6 +289,17 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
           : chargeAsync(accountId, email, method, signal, idem);
       }),
   };
+}
+
+/** Aborts when either does (AbortSignal.any arrived in Node 20.3; engines allow 20.0). */
+function eitherSignal(a: AbortSignal, b: AbortSignal): AbortSignal {
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any([a, b]);
+  const controller = new AbortController();
+  for (const signal of [a, b]) {
+    if (signal.aborted) controller.abort(signal.reason);
+    else signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+  }
+  return controller.signal;
 }
 
 function holdMs(method: MethodName): number {
