@@ -9,7 +9,9 @@ import { isEmailValid } from '@hapi/address';
 import emailValidator from 'email-validator';
 import validator from 'validator';
 import { createEngine, parseAddress } from '../src/index.js';
+import { parseBundleSize, printBundleSize } from './bundle.js';
 import { generateCorpus } from './corpus.js';
+import { httpBench, printHttpTable } from './http.js';
 import { chargedThroughputBench, printChargedThroughputTable } from './charged-throughput.js';
 import { ipFilterBench, printIpFilterTable, printServiceTable, serviceBench } from './service.js';
 import { printSmtpTable, smtpBench } from './smtp.js';
@@ -159,3 +161,6 @@ printIpFilterTable(await ipFilterBench());
 
 // SMTP: session reuse against one connection per address, on loopback smtp-server.
 printSmtpTable(await smtpBench());
+
+// HTTP: GET /v1/verify through mailverdict/node beside a bare node:http server (the ceiling).
+printHttpTable(await httpBench());
