@@ -407,7 +407,10 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     },
 
     async close() {
-      if (db.open) rates.close();
+      if (db.open) {
+        commits.flushNow();
+        rates.close();
+      }
       stopSweeping();
       stopSweepingHolds();
       if (db.open) db.close();
@@ -618,6 +621,7 @@ function groupCommits(db: Database.Database, statements: Statements, rates: Rate
 
   function flush(): void {
     const group = queue;
+    if (group.length === 0) return;
     queue = [];
     try {
       rates.close();
@@ -646,6 +650,10 @@ function groupCommits(db: Database.Database, statements: Statements, rates: Rate
     sweep(at: number): number {
       rates.close();
       return sweepAll.immediate(at);
+    },
+    /** Writes what is queued now: closing the store answers every commit it accepted. */
+    flushNow(): void {
+      if (queue.length > 0) flush();
     },
   };
 }

@@ -295,6 +295,59 @@ describe.each(STORES)('charging on the %s store', (_name, makeStore) => {
   });
 });
 
+describe('the SQLite store, committing in groups', () => {
+  it('decides each commit of a group on its own and answers them once durable', async () => {
+    const path = join(dir, `group-${files++}.db`);
+    const store = createSqliteStore(path, { holdSweepMs: 0 });
+    await store.insertAccount({
+      id: 'acct_g',
+      email: 'g@example.org',
+      plan: 'free',
+      billingAnchorDay: 1,
+      webhookSecret: 'whsec_x',
+      createdAt: 1,
+    });
+    await store.applyLedger('acct_g', { kind: 'grant', ref: 'g', amount: 5 }, 1);
+    // One group: three affordable reserves, two refused, a malformed one, an unknown account.
+    const outcomes = await Promise.allSettled([
+      ...Array.from({ length: 5 }, (_, i) =>
+        store.commitLedger(
+          'acct_g',
+          { requests: [{ kind: 'reserve', ref: `r${i}`, amount: 2 }] },
+          Date.now(),
+        ),
+      ),
+      store.commitLedger('acct_g', { requests: [{ kind: 'grant', ref: 'bad', amount: -1 }] }, 2),
+      store.commitLedger('acct_none', { requests: [{ kind: 'grant', ref: 'x', amount: 1 }] }, 2),
+    ]);
+    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value.ok : 'thrown'))).toEqual([
+      true,
+      true,
+      false,
+      false,
+      false,
+      'thrown',
+      'thrown',
+    ]);
+    // Closing answers what was queued: every accepted commit is on disk once the store closes.
+    const pending = store.commitLedger(
+      'acct_g',
+      { requests: [{ kind: 'grant', ref: 'late', amount: 3 }] },
+      3,
+    );
+    await store.close();
+    expect((await pending).ok).toBe(true);
+    const reopened = createSqliteStore(path, { holdSweepMs: 0 });
+    expect(await reopened.balance('acct_g')).toEqual({
+      available: 4,
+      reserved: 4,
+      used: 0,
+      total: 8,
+    });
+    await reopened.close();
+  });
+});
+
 describe('the SQLite store at open', () => {
   it('releases holds that expired while no process had the file open', async () => {
     const path = join(dir, `open-sweep-${files++}.db`);
