@@ -4,7 +4,7 @@ import type { Caller } from '../service/service.js';
 import type { Exchange } from './exchange.js';
 import { readQuery } from './query.js';
 import { onlyFields, readJsonObject } from './request-body.js';
-import { badRequest, HttpError, json } from './responses.js';
+import { badRequest, HttpError, json, type Reply } from './responses.js';
 import { routeId } from './route-id.js';
 
 /** Most addresses one batch takes (DESIGN 5.5). */
@@ -46,7 +46,7 @@ function batchOf(exchange: Exchange): BatchService {
 }
 
 /** POST /v1/verify `{emails, method?, callback_url?}` -> 202 with the job. */
-export async function submitBatchRoute(exchange: Exchange): Promise<Response> {
+export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
   const query = readQuery(exchange.url, ['api_key']);
   const body = await readJsonObject(exchange.request, exchange.config.maxBodyBytes);
   onlyFields(body, BATCH_FIELDS);
@@ -78,7 +78,7 @@ export async function submitBatchRoute(exchange: Exchange): Promise<Response> {
 }
 
 /** GET /v1/verify/{id}: progress, and the absolute `download_url` once completed. */
-export async function batchStatusRoute(exchange: Exchange, rawId: string): Promise<Response> {
+export async function batchStatusRoute(exchange: Exchange, rawId: string): Promise<Reply> {
   const query = readQuery(exchange.url, ['api_key']);
   const id = routeId(rawId);
   const batch = batchOf(exchange);
@@ -101,7 +101,7 @@ export function downloadUrl(exchange: Exchange, id: string): string {
  * NDJSON by `format=` or Accept. The first chunk is awaited before answering, so that a refusal
  * (unknown id, not completed yet) is an envelope with its status, not a broken 200.
  */
-export async function batchResultsRoute(exchange: Exchange, rawId: string): Promise<Response> {
+export async function batchResultsRoute(exchange: Exchange, rawId: string): Promise<Reply> {
   const query = readQuery(exchange.url, ['format', 'api_key']);
   const id = routeId(rawId);
   const format = formatOf(query.get('format'), exchange.request.headers.get('accept'));
@@ -132,7 +132,7 @@ export async function batchResultsRoute(exchange: Exchange, rawId: string): Prom
     'x-content-type-options': 'nosniff',
   };
   if (format === 'csv') headers['content-disposition'] = `attachment; filename="${id}.csv"`;
-  return new Response(first.done === true ? '' : body, { status: 200, headers });
+  return { status: 200, headers, body: first.done === true ? '' : body };
 }
 
 function formatOf(parameter: string | undefined, accept: string | null): ResultsFormat {

@@ -8,13 +8,13 @@ import { canonicalIp, canonicalRange, ipInRange } from '../service/ip-ranges.js'
 export const REMOTE_ADDRESS: unique symbol = Symbol.for('mailverdict.remoteAddress') as never;
 
 /** The peer address a host adapter attached to `request`, if any. */
-export function remoteAddress(request: Request): string | undefined {
+export function remoteAddress(request: object): string | undefined {
   const value = (request as unknown as Record<symbol, unknown>)[REMOTE_ADDRESS];
   return typeof value === 'string' ? value : undefined;
 }
 
 /** Attaches the socket's peer address to a Request (for host adapters). */
-export function withRemoteAddress(request: Request, address: string | undefined): Request {
+export function withRemoteAddress<T extends object>(request: T, address: string | undefined): T {
   if (address !== undefined) {
     Object.defineProperty(request, REMOTE_ADDRESS, { value: address, enumerable: false });
   }

@@ -1,3 +1,5 @@
+import type { Reply } from './responses.js';
+
 /**
  * CORS for public keys (DESIGN 5.1): a page on a key's trusted domain calls GET /v1/verify from
  * the browser. A preflight carries no key, so it cannot be checked against one: it is answered
@@ -15,7 +17,7 @@ const EXPOSED_HEADERS = 'x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-r
 export const PREFLIGHT_MAX_AGE_S = 600;
 
 /** The answer to a preflight of GET /v1/verify from `origin`. */
-export function preflightResponse(origin: string, requestedMethod: string | null): Response {
+export function preflightReply(origin: string, requestedMethod: string | null): Reply {
   const headers: Record<string, string> = {
     allow: 'GET, OPTIONS',
     vary: 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers',
@@ -26,7 +28,7 @@ export function preflightResponse(origin: string, requestedMethod: string | null
     headers['access-control-allow-headers'] = ALLOWED_HEADERS;
     headers['access-control-max-age'] = String(PREFLIGHT_MAX_AGE_S);
   }
-  return new Response(null, { status: 204, headers });
+  return { status: 204, headers, body: null };
 }
 
 /** Headers that let the page at `origin` read an answer to its public key. */

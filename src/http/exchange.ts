@@ -2,10 +2,17 @@ import type { Caller, Endpoint, Service } from '../service/service.js';
 import { resolveClientIp } from './client-ip.js';
 import { badRequest } from './responses.js';
 
+/**
+ * What the handler reads of a request: a web Request has all of it, and mailverdict/node
+ * passes a lighter stand-in with just these (a Request with a signal costs 50 us to build on
+ * Node 20, measured: more than a verify).
+ */
+export type HandlerRequest = Pick<Request, 'url' | 'method' | 'headers' | 'body' | 'signal'>;
+
 /** The handler's settings, resolved once (see HandlerOptions). */
 export interface HandlerConfig {
   readonly baseUrl: string | undefined;
-  readonly clientIp: (request: Request) => string | undefined;
+  readonly clientIp: (request: HandlerRequest) => string | undefined;
   readonly trustedProxies: readonly string[];
   readonly cors: boolean;
   readonly maxBodyBytes: number;
@@ -19,7 +26,7 @@ export class Exchange {
   corsOrigin: string | undefined;
 
   constructor(
-    readonly request: Request,
+    readonly request: HandlerRequest,
     readonly url: URL,
     readonly service: Service,
     readonly config: HandlerConfig,

@@ -4,7 +4,7 @@ import type { FilterInfo } from '../service/service.js';
 import type { Exchange } from './exchange.js';
 import { integerParameter, readQuery } from './query.js';
 import { onlyFields, readJsonObject } from './request-body.js';
-import { json } from './responses.js';
+import { json, type Reply } from './responses.js';
 import { routeId } from './route-id.js';
 
 const KEY_ONLY = ['api_key'];
@@ -24,7 +24,7 @@ export function filterWire(filter: FilterInfo): Record<string, unknown> {
 }
 
 /** POST /v1/filters `{value, filter_type, action, reason?}` -> 201 with the filter. */
-export async function createFilterRoute(exchange: Exchange): Promise<Response> {
+export async function createFilterRoute(exchange: Exchange): Promise<Reply> {
   const query = readQuery(exchange.url, KEY_ONLY);
   const body = await readJsonObject(exchange.request, exchange.config.maxBodyBytes);
   onlyFields(body, NEW_FILTER_FIELDS);
@@ -40,7 +40,7 @@ export async function createFilterRoute(exchange: Exchange): Promise<Response> {
 }
 
 /** GET /v1/filters?filter_type=&page=&per_page= -> `{filters, total, page, per_page}`. */
-export async function listFiltersRoute(exchange: Exchange): Promise<Response> {
+export async function listFiltersRoute(exchange: Exchange): Promise<Reply> {
   const query = readQuery(exchange.url, LIST_PARAMETERS);
   const page = integerParameter(query, 'page');
   const perPage = integerParameter(query, 'per_page');
@@ -59,7 +59,7 @@ export async function listFiltersRoute(exchange: Exchange): Promise<Response> {
 }
 
 /** DELETE /v1/filters/{id} -> `{id, deleted: true}`; another account's or unknown: 404. */
-export async function deleteFilterRoute(exchange: Exchange, rawId: string): Promise<Response> {
+export async function deleteFilterRoute(exchange: Exchange, rawId: string): Promise<Reply> {
   const query = readQuery(exchange.url, KEY_ONLY);
   const id = routeId(rawId);
   const caller = await exchange.authenticate('filters', query.get('api_key'));

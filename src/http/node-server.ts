@@ -8,7 +8,14 @@ import {
 import type { AddressInfo, Socket } from 'node:net';
 import type { Service } from '../service/service.js';
 import { withRemoteAddress } from './client-ip.js';
-import { createHandler, type FetchHandler, type HandlerOptions } from './handler.js';
+import type { HandlerRequest } from './exchange.js';
+import {
+  createHandler,
+  replyHandlerOf,
+  type FetchHandler,
+  type HandlerOptions,
+  type ReplyHandler,
+} from './handler.js';
 
 /** How long `close()` waits for requests in flight before cutting their connections. */
 export const SHUTDOWN_TIMEOUT_MS = 30_000;
@@ -18,35 +25,30 @@ const BODY_HIGH_WATER_MARK = 64 * 1024;
 const NO_BODY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
 
 /**
- * A node:http request listener for a fetch handler: the IncomingMessage becomes a Request
- * (its body a stream read as the handler asks, the socket's address attached for
- * `clientIp`, its signal aborted when the client goes away) and the Response is written back
- * with back-pressure.
+ * A node:http request listener for a fetch handler. A handler from createHandler is called at
+ * its Reply level with a light stand-in for the Request (url, method, headers, a body stream
+ * read as the handler asks, a signal aborted when the client goes away, the socket's address
+ * for `clientIp`) and its Reply written straight to the socket; any other fetch handler gets
+ * a real Request and its Response is written back with back-pressure.
  */
 export function createNodeListener(handler: FetchHandler): RequestListener {
+  const replies = replyHandlerOf(handler);
   return (incoming, outgoing) => {
-    void answer(handler, incoming, outgoing);
+    void answer(handler, replies, incoming, outgoing).catch((error: unknown) => {
+      outgoing.destroy(error as Error);
+    });
   };
 }
 
 async function answer(
   handler: FetchHandler,
+  replies: ReplyHandler | undefined,
   incoming: IncomingMessage,
   outgoing: ServerResponse,
 ): Promise<void> {
-  const abort = new AbortController();
-  outgoing.once('close', () => {
-    if (!outgoing.writableFinished) abort.abort(new Error('The client went away.'));
-  });
-  let request: Request;
-  const body = bodyOf(incoming);
+  let request: NodeRequest;
   try {
-    request = new Request(urlOf(incoming), {
-      method: incoming.method ?? 'GET',
-      headers: headersOf(incoming),
-      signal: abort.signal,
-      ...(body === undefined ? {} : { body: body.stream, duplex: 'half' }),
-    });
+    request = new NodeRequest(incoming, outgoing);
   } catch {
     outgoing.writeHead(400, {
       'content-type': 'application/json; charset=utf-8',
@@ -60,21 +62,34 @@ async function answer(
     );
     return;
   }
-  withRemoteAddress(request, incoming.socket.remoteAddress);
-  const response = await handler(request);
-  const headers: Record<string, string | string[]> = {};
-  response.headers.forEach((value, name) => {
-    headers[name] = value;
-  });
+  let status: number;
+  let headers: Record<string, string | string[]>;
+  let body: string | ReadableStream<Uint8Array> | null;
+  if (replies !== undefined) {
+    ({ status, headers, body } = await replies(request));
+  } else {
+    const response = await handler(request.toRequest());
+    status = response.status;
+    headers = {};
+    response.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
+    body = response.body;
+  }
   // A body the handler did not read to the end (a 413, an early refusal) is not drained: the
   // connection closes after the answer instead of swallowing megabytes for keep-alive.
-  if (body !== undefined && !body.finished()) headers.connection = 'close';
-  outgoing.writeHead(response.status, headers);
-  if (response.body === null) {
-    outgoing.end();
+  if (!request.bodyFinished()) headers = { ...headers, connection: 'close' };
+  outgoing.writeHead(status, headers);
+  if (body === null || typeof body === 'string') {
+    // One end() with the headers: one write, one packet.
+    outgoing.end(body ?? undefined);
     return;
   }
-  const reader = response.body.getReader();
+  await pipeBody(body, outgoing);
+}
+
+async function pipeBody(body: ReadableStream<Uint8Array>, outgoing: ServerResponse): Promise<void> {
+  const reader = body.getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -102,19 +117,92 @@ async function answer(
   }
 }
 
+/**
+ * The request as the handler reads it, built lazily: the signal and the body stream only when
+ * asked for (an AbortController's signal and a web stream cost microseconds each, and a GET
+ * of a verify has no body).
+ */
+class NodeRequest implements HandlerRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Headers;
+  #signal: AbortSignal | undefined;
+  #body: { stream: ReadableStream<Uint8Array>; finished: () => boolean } | null | undefined;
+
+  constructor(
+    private readonly incoming: IncomingMessage,
+    private readonly outgoing: ServerResponse,
+  ) {
+    this.method = incoming.method ?? 'GET';
+    this.url = urlOf(incoming);
+    this.headers = headersOf(incoming);
+    withRemoteAddress(this, incoming.socket.remoteAddress);
+  }
+
+  get signal(): AbortSignal {
+    if (this.#signal === undefined) {
+      const abort = new AbortController();
+      this.#signal = abort.signal;
+      const gone = (): void => {
+        if (!this.outgoing.writableFinished) abort.abort(new Error('The client went away.'));
+      };
+      if (this.outgoing.closed) gone();
+      else this.outgoing.once('close', gone);
+    }
+    return this.#signal;
+  }
+
+  get body(): ReadableStream<Uint8Array> | null {
+    if (this.#body === undefined) this.#body = bodyOf(this.incoming) ?? null;
+    return this.#body?.stream ?? null;
+  }
+
+  /** Whether the handler read the body to its end (or there was none). */
+  bodyFinished(): boolean {
+    if (this.#body === undefined) return !hasBody(this.incoming) || this.incoming.complete;
+    return this.#body === null || this.#body.finished();
+  }
+
+  /** A real Request, for fetch handlers that are not ours. */
+  toRequest(): Request {
+    const body = this.body;
+    return withRemoteAddress(
+      new Request(this.url, {
+        method: this.method,
+        headers: this.headers,
+        signal: this.signal,
+        ...(body === null ? {} : { body, duplex: 'half' }),
+      }),
+      this.incoming.socket.remoteAddress,
+    );
+  }
+}
+
 function urlOf(incoming: IncomingMessage): string {
   const path = incoming.url ?? '/';
   if (!path.startsWith('/')) throw new TypeError('absolute-form request target');
   const host = incoming.headers.host;
-  return `http://${host === undefined || host === '' ? 'localhost' : host}${path}`;
+  const url = `http://${host === undefined || host === '' ? 'localhost' : host}${path}`;
+  // Throws on a Host that is no host, before any handler sees it.
+  if (!URL.canParse(url)) throw new TypeError('malformed Host');
+  return url;
 }
 
 function headersOf(incoming: IncomingMessage): Headers {
   const headers = new Headers();
   const raw = incoming.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2)
+  for (let i = 0; i + 1 < raw.length; i += 2) {
     headers.append(raw[i] as string, raw[i + 1] as string);
+  }
   return headers;
+}
+
+function hasBody(incoming: IncomingMessage): boolean {
+  return (
+    !NO_BODY.has(incoming.method ?? 'GET') ||
+    incoming.headers['content-length'] !== undefined ||
+    incoming.headers['transfer-encoding'] !== undefined
+  );
 }
 
 /**
@@ -124,14 +212,8 @@ function headersOf(incoming: IncomingMessage): Headers {
 function bodyOf(
   incoming: IncomingMessage,
 ): { stream: ReadableStream<Uint8Array>; finished: () => boolean } | undefined {
-  if (
-    NO_BODY.has(incoming.method ?? 'GET') &&
-    incoming.headers['content-length'] === undefined &&
-    incoming.headers['transfer-encoding'] === undefined
-  ) {
-    return undefined;
-  }
-  let ended = false;
+  if (!hasBody(incoming)) return undefined;
+  let ended = incoming.complete;
   incoming.once('end', () => {
     ended = true;
   });

@@ -1,3 +1,4 @@
+import type { HandlerRequest } from './exchange.js';
 import { badRequest, HttpError } from './responses.js';
 
 /**
@@ -12,7 +13,7 @@ export const MAX_BODY_BYTES = 16 * 1024 * 1024;
  * refused before a byte is read, and a chunked body is counted as it arrives.
  */
 export async function readJsonObject(
-  request: Request,
+  request: HandlerRequest,
   limit: number,
 ): Promise<Record<string, unknown>> {
   const type = request.headers.get('content-type');
@@ -52,7 +53,7 @@ function isJsonType(header: string): boolean {
   });
 }
 
-async function readText(request: Request, limit: number): Promise<string> {
+async function readText(request: HandlerRequest, limit: number): Promise<string> {
   if (request.body === null) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];

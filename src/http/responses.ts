@@ -32,16 +32,34 @@ const JSON_HEADERS = {
   'x-content-type-options': 'nosniff',
 } as const;
 
-/** A JSON response with the given status and extra headers. */
+/**
+ * An answer before it is a Response: status, lowercase headers, and a body that is text, a
+ * stream or nothing. Routes build these; the fetch handler makes a Response of each, and
+ * mailverdict/node writes them to the socket directly, since a web Response with a body costs
+ * 25-50 us to construct on Node 20 (measured), more than answering a verify does.
+ */
+export interface Reply {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string | ReadableStream<Uint8Array> | null;
+}
+
+/** A JSON answer with the given status and extra headers. */
 export function json(
   status: number,
   body: unknown,
   headers?: Readonly<Record<string, string>>,
-): Response {
-  return new Response(JSON.stringify(body), {
+): Reply {
+  return {
     status,
-    headers: headers === undefined ? JSON_HEADERS : { ...JSON_HEADERS, ...headers },
-  });
+    headers: headers === undefined ? { ...JSON_HEADERS } : { ...JSON_HEADERS, ...headers },
+    body: JSON.stringify(body),
+  };
+}
+
+/** The web Response of a Reply. */
+export function toResponse(reply: Reply): Response {
+  return new Response(reply.body, { status: reply.status, headers: reply.headers });
 }
 
 /** X-RateLimit-* (DESIGN 5.2): the per-minute limit, what is left, the reset in Unix seconds. */
@@ -58,7 +76,7 @@ export function rateLimitHeaders(status: RateLimitStatus): Record<string, string
  * its envelope; a 429 adds Retry-After; anything else is a bug: reported through `onError`
  * and answered a generic 500 that says nothing about our internals.
  */
-export function errorResponse(error: unknown, report: (error: unknown) => void): Response {
+export function errorReply(error: unknown, report: (error: unknown) => void): Reply {
   if (error instanceof HttpError) {
     return json(
       error.status,

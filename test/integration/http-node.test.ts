@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { serve, type RunningServer } from '../../src/http/node-server.js';
 import type { Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
+import { createMemoryDns } from '../../src/testing.js';
 import { apiFixture, bearer, expectDocumented } from '../http/helpers.js';
 
 /** mailverdict/node itself: what only a real server and socket show. */
@@ -58,7 +59,8 @@ describe('mailverdict/node', () => {
   });
 
   it('aborts the verification when the client goes away', async () => {
-    const api = await apiFixture();
+    // An engine that waits on DNS (offline ones answer at once and are given no signal).
+    const api = await apiFixture(undefined, { dns: createMemoryDns({}) });
     const { secret } = await api.account();
     const hold = held(api.service);
     const server = await serve(hold.service, { onError: () => undefined });

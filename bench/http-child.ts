@@ -1,0 +1,60 @@
+/**
+ * A server for the HTTP bench, in its own process so that autocannon's load generation does
+ * not share its event loop: `bare` is node:http answering a fixed JSON body (the ceiling),
+ * `sqlite` is mailverdict/node on a SQLite file with an offline engine, `memory` the same on the
+ * memory store (what the HTTP layer costs without the durable store).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEngine, createMemoryStore, createService } from '../src/index.js';
+import { serve } from '../src/node.js';
+import { createSqliteStore } from '../src/sqlite.js';
+
+const mode = process.argv[2];
+/** Keys the load rotates through, so that none meets its plan's 300 a minute. */
+const KEYS = 1000;
+const BODY = JSON.stringify({
+  email: 'alice@example.org',
+  state: 'deliverable',
+  score: 88,
+  reason: 'accepted_email',
+});
+
+if (mode === 'bare') {
+  const server = createServer((_request, response) => {
+    response.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(BODY),
+    });
+    response.end(BODY);
+  });
+  server.listen(0, '127.0.0.1', () => {
+    process.send?.({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, keys: [] });
+  });
+  process.on('disconnect', () => server.close(() => process.exit(0)));
+} else {
+  const dir = mkdtempSync(join(tmpdir(), 'mailverdict-http-bench-'));
+  const store = mode === 'memory' ? createMemoryStore() : createSqliteStore(join(dir, 'bench.db'));
+  const service = createService({ engine: createEngine({ offline: true }), store });
+  const account = await service.admin.createAccount({
+    email: 'bench@example.org',
+    plan: 'enterprise',
+    credits: 100_000_000,
+  });
+  const keys: string[] = [];
+  for (let i = 0; i < KEYS; i++) keys.push((await service.admin.createKey(account.id)).secret);
+  const server = await serve(service, { onError: (error) => console.error(error) });
+  process.send?.({ url: server.url, keys });
+  process.on('disconnect', () => {
+    void server
+      .close()
+      .then(() => store.close())
+      .then(() => {
+        rmSync(dir, { recursive: true, force: true });
+        process.exit(0);
+      });
+  });
+}

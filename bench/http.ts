@@ -1,0 +1,116 @@
+/**
+ * HTTP throughput: GET /v1/verify through mailverdict/node on the SQLite store, beside a bare
+ * node:http server answering a fixed JSON body (the ceiling: what node:http alone costs on
+ * this machine). Each server runs in its own process; autocannon drives it from this one.
+ */
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+const SECONDS = Number(process.env.HTTP_BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.HTTP_BENCH_CONNECTIONS ?? 50);
+const CHILD = fileURLToPath(new URL('./http-child.ts', import.meta.url));
+
+export interface HttpRow {
+  readonly server: string;
+  readonly request: string;
+  readonly perSecond: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly non2xx: number;
+  readonly errors: number;
+}
+
+type Mode = 'bare' | 'sqlite' | 'memory';
+
+async function startChild(mode: Mode) {
+  const child = fork(CHILD, [mode], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  const ready = await new Promise<{ url: string; keys: string[] }>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as { url: string; keys: string[] }));
+    child.once('exit', (code) => reject(new Error(`bench server exited ${code}`)));
+  });
+  return {
+    ...ready,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.disconnect();
+      }),
+  };
+}
+
+/** One autocannon run: a warm-up of a second, then SECONDS of load on `path`. */
+async function load(url: string, path: string, keys: readonly string[]) {
+  let next = 0;
+  const options: autocannon.Options = {
+    url: `${url}${path}`,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    requests: [
+      {
+        method: 'GET',
+        path,
+        // Round-robin over the keys: each sees a few hundred requests a minute at most.
+        setupRequest: (request) => {
+          if (keys.length === 0) return request;
+          const key = keys[next++ % keys.length] as string;
+          return { ...request, headers: { ...request.headers, authorization: `Bearer ${key}` } };
+        },
+      },
+    ],
+  };
+  await autocannon({ ...options, duration: 1 });
+  return autocannon(options);
+}
+
+export async function httpBench(): Promise<HttpRow[]> {
+  const rows: HttpRow[] = [];
+  const quick = '/v1/verify?email=alice@example.org&method=quick';
+  const test = '/v1/verify?email=deliverable@example.com';
+  const runs: [mode: Mode, label: string, path: string][] = [
+    ['bare', 'fixed JSON body', '/v1/verify?email=alice@example.org'],
+    ['sqlite', 'offline quick, an ordinary address', quick],
+    ['sqlite', 'a test address (free)', test],
+    ['memory', 'offline quick, an ordinary address', quick],
+    ['memory', 'a test address (free)', test],
+  ];
+  const servers: Record<Mode, string> = {
+    bare: 'bare node:http',
+    sqlite: 'mailverdict/node + SQLite',
+    memory: 'mailverdict/node + memory store',
+  };
+  for (const [mode, label, path] of runs) {
+    const child = await startChild(mode);
+    try {
+      const result = await load(child.url, path, child.keys);
+      rows.push({
+        server: servers[mode],
+        request: label,
+        perSecond: result.requests.average,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        non2xx: result.non2xx,
+        errors: result.errors,
+      });
+    } finally {
+      await child.stop();
+    }
+  }
+  return rows;
+}
+
+export function printHttpTable(rows: readonly HttpRow[]): void {
+  const ceiling = rows[0]?.perSecond ?? 1;
+  console.log(
+    `\nHTTP: GET /v1/verify, ${CONNECTIONS} connections for ${SECONDS} s each (autocannon), servers in their own processes, Node ${process.version}; mailverdict rotates 1,000 keys of one enterprise account so that no key meets its 300 a minute\n`,
+  );
+  console.log('| server | request | requests/s | vs bare | p50 ms | p99 ms | non-2xx |');
+  console.log('|---|---|---:|---:|---:|---:|---:|');
+  for (const row of rows) {
+    console.log(
+      `| ${row.server} | ${row.request} | ${Math.round(row.perSecond).toLocaleString('en')} | ${(row.perSecond / ceiling).toFixed(2)}x | ${row.p50} | ${row.p99} | ${row.non2xx + row.errors} |`,
+    );
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) printHttpTable(await httpBench());
