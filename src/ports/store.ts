@@ -1,7 +1,10 @@
 // Batch jobs (issue 12): their part of the port is in batch-store.ts.
 import type { BatchStore } from './batch-store.js';
-import type { KeyKind } from '../service/api-keys.js';
-import type { PlanName } from '../service/plans.js';
+
+/** A private key (`mv_sk_`) or a public one (`mv_pk_`, single verify from trusted pages). */
+export type KeyKind = 'private' | 'public';
+/** The plans of DESIGN 5.2; their limits live in service/plans.ts. */
+export type PlanName = 'free' | 'starter' | 'professional' | 'enterprise';
 
 export type * from './batch-store.js';
 

@@ -1,7 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-/** The two kinds of API key (DESIGN 5.1): private for servers, public for browsers. */
-export type KeyKind = 'private' | 'public';
+import type { KeyKind } from '../ports/store.js';
+
+/**
+ * The two kinds of API key (DESIGN 5.1): private for servers, public for browsers. Defined
+ * with the Store port, which sits below the service and stores it.
+ */
+export type { KeyKind };
 
 const PREFIX: Readonly<Record<KeyKind, string>> = { private: 'mv_sk_', public: 'mv_pk_' };
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -1,5 +1,10 @@
-/** The plans of DESIGN 5.2: request limits per API key, per minute and per day. */
-export type PlanName = 'free' | 'starter' | 'professional' | 'enterprise';
+import type { PlanName } from '../ports/store.js';
+
+/**
+ * The plans of DESIGN 5.2: request limits per API key, per minute and per day. PlanName is
+ * defined with the Store port, which sits below the service and stores it.
+ */
+export type { PlanName };
 
 export interface Plan {
   readonly name: PlanName;
