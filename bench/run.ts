@@ -15,6 +15,7 @@ import { httpBench, printHttpTable } from './http.js';
 import { chargedThroughputBench, printChargedThroughputTable } from './charged-throughput.js';
 import { ipFilterBench, printIpFilterTable, printServiceTable, serviceBench } from './service.js';
 import { printSmtpTable, smtpBench } from './smtp.js';
+import { disposableCoverage, printCoverageTable, printTypoTable, typoBench } from './typo.js';
 import { printVerifyManyTable, verifyManyBench } from './verify-many.js';
 
 const SIZE = Number(process.env.BENCH_SIZE ?? 200_000);
@@ -117,6 +118,11 @@ for (const [name, unit] of [
 }
 
 printBundleSize(await parseBundleSize());
+
+// Typo suggestions against mailcheck and @zootools/email-spell-checker, and the disposable
+// list's coverage of the maintained peer lists (issue 14).
+printTypoTable(typoBench());
+printCoverageTable(disposableCoverage());
 
 // Cold start: a fresh process importing the built package and producing its first verdict.
 const root = fileURLToPath(new URL('..', import.meta.url));

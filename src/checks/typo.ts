@@ -17,13 +17,12 @@ export interface TypoLists {
  * A slip is what fingers do on a QWERTY keyboard: a letter left out, a letter doubled or
  * struck with its neighbour, a key next to the right one, two letters swapped. The name
  * (`gmial` in `gmial.com`) and the suffix (`con` in `gmail.con`) may each hold one slip.
- * Short names need more care: three letters or fewer (`aol`, `gmx`, `163`) take only a slip
- * of the suffix, since one keystroke from them is usually another real domain; four letters
- * (`live`, `juno`) also take a doubled or swapped letter.
+ * Names of four letters or fewer take fewer kinds of slip (see nameAllows). Between two
+ * candidates, the one with fewer slips wins, then the more popular.
  *
  * Known domains are a Set lookup; for the others, candidates come from a symmetric-delete
- * index of the names (each name and each name less one letter, hashed), so the cost of an
- * unknown domain is one hash per letter of its name, never a scan of the list.
+ * index of the names (each name and each name less one letter, hashed), so an unknown
+ * domain costs a few hashes per letter of its name and a bit test each, never a scan.
  *
  * @example
  * const suggest = createTypoSuggester();
@@ -36,21 +35,24 @@ export function createTypoSuggester(
   const targets: Target[] = [];
   const known = new Set<string>(lists.known ?? []);
   const index = new Map<number, number[]>();
+  const bits = new Int32Array(BITS_MASK + 1);
+  const hashes = new Int32Array(MAX_NAME + 2);
   let longest = 0;
   for (const domain of lists.ranked) {
     known.add(domain);
     const dot = domain.indexOf('.');
-    if (dot <= 0) continue;
+    if (dot <= 0 || dot > MAX_NAME) continue;
     const name = domain.slice(0, dot);
     const target: Target = { domain, name, suffix: domain.slice(dot + 1) };
     const id = targets.push(target) - 1;
     longest = Math.max(longest, name.length);
-    const keys = new Set<number>([hashOf(name, 0, name.length)]);
-    for (let i = 0; i < name.length; i++) keys.add(hashWithout(name, i));
-    for (const key of keys) {
+    const count = deleteHashes(name, name.length, hashes);
+    for (let k = 0; k < count; k++) {
+      const key = hashes[k] as number;
+      bits[(key >>> 5) & BITS_MASK]! |= 1 << (key & 31);
       const ids = index.get(key);
       if (ids === undefined) index.set(key, [id]);
-      else ids.push(id);
+      else if (!ids.includes(id)) ids.push(id);
     }
   }
   const seen = new Uint8Array(targets.length);
@@ -62,8 +64,13 @@ export function createTypoSuggester(
     const dot = domain.indexOf('.');
     if (dot <= 0 || dot > longest + 1) return null;
     found.length = 0;
-    collect(index.get(hashOf(domain, 0, dot)));
-    for (let i = 0; i < dot; i++) collect(index.get(hashWithout(domain, i, dot)));
+    const count = deleteHashes(domain, dot, hashes);
+    for (let k = 0; k < count; k++) {
+      const key = hashes[k] as number;
+      // A bit per key first: most unknown names share no key with any mail domain's name, and
+      // a bit test costs a fraction of a Map lookup.
+      if ((bits[(key >>> 5) & BITS_MASK] as number) & (1 << (key & 31))) collect(index.get(key));
+    }
     if (found.length === 0) return null;
 
     const name = domain.slice(0, dot);
@@ -75,7 +82,7 @@ export function createTypoSuggester(
       seen[id] = 0;
       const target = targets[id] as Target;
       const nameSlip = slipOf(name, target.name);
-      if (nameSlip === NONE || !nameAllows(target.name, nameSlip)) continue;
+      if (nameSlip === NONE || !nameAllows(name, target.name, nameSlip)) continue;
       const suffixSlip = slipOf(suffix, target.suffix);
       if (suffixSlip === NONE) continue;
       const slips = (nameSlip === SAME ? 0 : 1) + (suffixSlip === SAME ? 0 : 1);
@@ -153,11 +160,26 @@ type AnySlip =
   | typeof NEIGHBOUR
   | typeof SWAPPED;
 
-function nameAllows(intended: string, slip: AnySlip): boolean {
-  if (slip === SAME) return true;
-  if (intended.length <= 3) return false;
-  if (intended.length === 4) return slip === DOUBLED || slip === SWAPPED;
-  return true;
+/**
+ * Short names need more care: one keystroke from `aol` or `live` is often another real
+ * domain (`all.com`, `life.nl`, `mil.ru`), so a name of three or four letters takes only the
+ * slips that seldom make a word (a doubled letter, two swapped, a neighbour key struck too,
+ * or a digit struck for a letter), and one of two letters (`ig`, `qq`) only a slip of its
+ * suffix.
+ */
+function nameAllows(typed: string, intended: string, slip: AnySlip): boolean {
+  if (slip === SAME || intended.length >= 5) return true;
+  if (intended.length <= 2) return false;
+  if (slip === DOUBLED || slip === SWAPPED || slip === INSERTED) return true;
+  return slip === NEIGHBOUR && hasDigitWhereLetter(typed, intended);
+}
+
+function hasDigitWhereLetter(typed: string, intended: string): boolean {
+  for (let i = 0; i < typed.length; i++) {
+    const c = typed.charCodeAt(i);
+    if (c !== intended.charCodeAt(i)) return (c >= 0x30 && c <= 0x39) || c === 0x2d;
+  }
+  return false;
 }
 
 /** How `typed` differs from `intended` by one keyboard slip, or NONE. */
@@ -222,21 +244,37 @@ export function adjacent(a: string | undefined, b: string | undefined): boolean 
 // Polynomial hashes kept within 30 bits, so that V8 keeps them as small integers in the Map.
 const BASE = 0x01000193;
 const MASK = 0x3fffffff;
-const POWERS = new Int32Array(256);
+/** Names longer than this are no mail domain's: they are never looked up. */
+const MAX_NAME = 62;
+/** A 64-kbit filter of the index's keys (8 KB). */
+const BITS_MASK = (1 << 11) - 1;
+const POWERS = new Int32Array(MAX_NAME + 2);
 POWERS[0] = 1;
 for (let i = 1; i < POWERS.length; i++) POWERS[i] = Math.imul(POWERS[i - 1] as number, BASE);
+const PREFIX = new Int32Array(MAX_NAME + 2);
+const SUFFIX = new Int32Array(MAX_NAME + 2);
 
-function hashOf(text: string, from: number, to: number): number {
-  let hash = 0;
-  for (let i = from; i < to; i++) hash = (Math.imul(hash, BASE) + text.charCodeAt(i)) | 0;
-  return hash & MASK;
-}
-
-/** The hash of `text.slice(0, end)` without its character at `skip`, with no string built. */
-function hashWithout(text: string, skip: number, end = text.length): number {
-  let hash = 0;
+/**
+ * Writes into `out` the hash of `text.slice(0, end)` and of it less each one character, in
+ * O(end) and with no string built: hash(a + b) = hash(a) * BASE^|b| + hash(b).
+ * Returns how many hashes it wrote (end + 1).
+ */
+function deleteHashes(text: string, end: number, out: Int32Array): number {
+  PREFIX[0] = 0;
   for (let i = 0; i < end; i++) {
-    if (i !== skip) hash = (Math.imul(hash, BASE) + text.charCodeAt(i)) | 0;
+    PREFIX[i + 1] = (Math.imul(PREFIX[i] as number, BASE) + text.charCodeAt(i)) | 0;
   }
-  return hash & MASK;
+  SUFFIX[end] = 0;
+  for (let i = end - 1; i >= 0; i--) {
+    SUFFIX[i] =
+      (Math.imul(text.charCodeAt(i), POWERS[end - 1 - i] as number) + (SUFFIX[i + 1] as number)) |
+      0;
+  }
+  out[0] = (PREFIX[end] as number) & MASK;
+  for (let i = 0; i < end; i++) {
+    const without =
+      Math.imul(PREFIX[i] as number, POWERS[end - 1 - i] as number) + (SUFFIX[i + 1] as number);
+    out[i + 1] = without & MASK;
+  }
+  return end + 1;
 }
