@@ -5,8 +5,7 @@
  */
 export { createHandler } from './http/handler.js';
 export type { FetchHandler, HandlerOptions } from './http/handler.js';
-export { MAX_BATCH_EMAILS } from './http/batch-route.js';
-export type { BatchService, ResultsFormat } from './http/batch-route.js';
+export type { HandlerRequest } from './http/exchange.js';
 export { REMOTE_ADDRESS, resolveClientIp, withRemoteAddress } from './http/client-ip.js';
 export { PREFLIGHT_MAX_AGE_S } from './http/cors.js';
 export { OPENAPI_DOCUMENT } from './http/openapi.js';

@@ -1,49 +1,15 @@
 import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import { optional } from '../optional.js';
-import type { Caller } from '../service/service.js';
+import { MAX_BATCH_EMAILS } from '../service/batch/submit.js';
+import type { ResultsFormat } from '../service/service.js';
 import type { Exchange } from './exchange.js';
 import { readQuery } from './query.js';
 import { onlyFields, readJsonObject } from './request-body.js';
 import { badRequest, HttpError, json, type Reply } from './responses.js';
 import { routeId } from './route-id.js';
 
-/** Most addresses one batch takes (DESIGN 5.5). */
-export const MAX_BATCH_EMAILS = 50_000;
 const BATCH_FIELDS = ['emails', 'method', 'callback_url'];
-export type ResultsFormat = 'json' | 'csv' | 'ndjson';
 const FORMATS: readonly ResultsFormat[] = ['json', 'csv', 'ndjson'];
-const CONTENT_TYPES: Readonly<Record<ResultsFormat, string>> = {
-  json: 'application/json; charset=utf-8',
-  csv: 'text/csv; charset=utf-8',
-  ndjson: 'application/x-ndjson; charset=utf-8',
-};
-
-/** The batch capability of the service (DESIGN 5.5). */
-export interface BatchService {
-  submitBatch(
-    caller: Caller,
-    input: { emails: readonly string[]; method?: MethodName; callbackUrl?: string },
-    options?: { requestId?: string },
-  ): Promise<Record<string, unknown>>;
-  batchStatus(caller: Caller, id: string): Promise<Record<string, unknown>>;
-  batchResults(
-    caller: Caller,
-    id: string,
-    options: { format: ResultsFormat },
-  ): AsyncIterable<string> | Promise<AsyncIterable<string>>;
-}
-
-function batchOf(exchange: Exchange): BatchService {
-  const service = exchange.service as unknown as Partial<BatchService>;
-  if (
-    typeof service.submitBatch !== 'function' ||
-    typeof service.batchStatus !== 'function' ||
-    typeof service.batchResults !== 'function'
-  ) {
-    throw new HttpError(501, 'not_implemented', 'Batch jobs are not available on this server.');
-  }
-  return service as BatchService;
-}
 
 /** POST /v1/verify `{emails, method?, callback_url?}` -> 202 with the job. */
 export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
@@ -62,10 +28,9 @@ export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
   if (callbackUrl !== undefined && typeof callbackUrl !== 'string') {
     throw badRequest('callback_url', 'callback_url must be a string.');
   }
-  const batch = batchOf(exchange);
   const caller = await exchange.authenticate('batch', query.get('api_key'));
   const requestId = exchange.request.headers.get('idempotency-key') ?? undefined;
-  const job = await batch.submitBatch(
+  const job = await exchange.service.submitBatch(
     caller,
     {
       emails: emails as string[],
@@ -81,9 +46,8 @@ export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
 export async function batchStatusRoute(exchange: Exchange, rawId: string): Promise<Reply> {
   const query = readQuery(exchange.url, ['api_key']);
   const id = routeId(rawId);
-  const batch = batchOf(exchange);
   const caller = await exchange.authenticate('batch', query.get('api_key'));
-  const status = await batch.batchStatus(caller, id);
+  const status = await exchange.service.batchStatus(caller, id);
   return json(
     200,
     status.status === 'completed' ? { ...status, download_url: downloadUrl(exchange, id) } : status,
@@ -105,9 +69,8 @@ export async function batchResultsRoute(exchange: Exchange, rawId: string): Prom
   const query = readQuery(exchange.url, ['format', 'api_key']);
   const id = routeId(rawId);
   const format = formatOf(query.get('format'), exchange.request.headers.get('accept'));
-  const batch = batchOf(exchange);
   const caller = await exchange.authenticate('batch', query.get('api_key'));
-  const chunks = await batch.batchResults(caller, id, { format });
+  const chunks = await exchange.service.batchResults(caller, id, { format });
   const iterator = chunks[Symbol.asyncIterator]();
   const first = await iterator.next();
   const encoder = new TextEncoder();
@@ -127,7 +90,7 @@ export async function batchResultsRoute(exchange: Exchange, rawId: string): Prom
     },
   });
   const headers: Record<string, string> = {
-    'content-type': CONTENT_TYPES[format],
+    'content-type': chunks.contentType,
     'cache-control': 'no-store',
     'x-content-type-options': 'nosniff',
   };

@@ -248,6 +248,11 @@ export interface ServeOptions extends HandlerOptions {
   readonly hostname?: string;
   /** How long `close()` lets requests in flight finish. Default 30 s. */
   readonly shutdownTimeoutMs?: number;
+  /**
+   * Call the service's `start()` before listening (resume interrupted batch jobs, deliver
+   * webhooks) and its `stop()` on close. Default true; false when the host runs them.
+   */
+  readonly startService?: boolean;
 }
 
 /** A running server: where it listens, and how to stop it gracefully. */
@@ -275,6 +280,8 @@ export interface RunningServer {
  * process.once('SIGTERM', () => void server.close());
  */
 export async function serve(service: Service, options: ServeOptions = {}): Promise<RunningServer> {
+  const owned = options.startService ?? true;
+  if (owned) await service.start();
   const handler = createHandler(service, options);
   const listener = createNodeListener(handler);
   const active = new Set<ServerResponse>();
@@ -320,13 +327,18 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
   });
 
   const hostname = options.hostname ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, hostname, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, hostname, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (error) {
+    if (owned) await service.stop();
+    throw error;
+  }
   const { port } = server.address() as AddressInfo;
   const host = hostname.includes(':') ? `[${hostname}]` : hostname;
 
@@ -352,15 +364,10 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
         }
         for (const socket of sockets) socket.destroy();
         await stopped;
-        await stopService(service);
+        // Running batch jobs stay `processing` and resume on the next start (DESIGN 5.5).
+        if (owned) await service.stop();
       })();
       return closing;
     },
   };
-}
-
-/** Stops the service's batch runners, when it has them, so that jobs resume on the next start. */
-async function stopService(service: Service): Promise<void> {
-  const stop = (service as { stop?: () => Promise<void> | void }).stop;
-  if (typeof stop === 'function') await stop.call(service);
 }

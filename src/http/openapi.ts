@@ -157,7 +157,6 @@ export const OPENAPI_DOCUMENT = {
           '409': response('Conflict'),
           '413': response('PayloadTooLarge'),
           '415': response('UnsupportedMediaType'),
-          '501': response('NotImplemented'),
         },
       },
       options: {
@@ -176,7 +175,6 @@ export const OPENAPI_DOCUMENT = {
           '200': jsonBody(ref('BatchStatus'), 'The job.'),
           ...AUTHENTICATED_ERRORS,
           '404': response('NotFound'),
-          '501': response('NotImplemented'),
         },
       },
     },
@@ -197,7 +195,7 @@ export const OPENAPI_DOCUMENT = {
             description: 'The records.',
             headers: RATE_LIMIT_HEADERS,
             content: {
-              'application/json': { schema: { type: 'array', items: ref('BatchRecord') } },
+              'application/json': { schema: ref('BatchResults') },
               'text/csv': { schema: { type: 'string' } },
               'application/x-ndjson': { schema: { type: 'string' } },
             },
@@ -205,7 +203,6 @@ export const OPENAPI_DOCUMENT = {
           ...AUTHENTICATED_ERRORS,
           '404': response('NotFound'),
           '409': response('BatchNotCompleted'),
-          '501': response('NotImplemented'),
         },
       },
     },
@@ -352,7 +349,10 @@ export const OPENAPI_DOCUMENT = {
         content: { 'application/json': { schema: ref('Error') } },
       },
       Conflict: jsonBody(ref('Error'), 'conflict, idempotency_conflict or request_in_progress.'),
-      BatchNotCompleted: jsonBody(ref('Error'), 'batch_not_completed, with the progress.'),
+      BatchNotCompleted: jsonBody(
+        ref('BatchNotCompletedError'),
+        'batch_not_completed, with the progress.',
+      ),
       PayloadTooLarge: jsonBody(ref('Error'), 'payload_too_large.', {}),
       UnsupportedMediaType: jsonBody(
         ref('Error'),
@@ -368,11 +368,6 @@ export const OPENAPI_DOCUMENT = {
         content: { 'application/json': { schema: ref('RateLimitError') } },
       },
       InternalError: jsonBody(ref('Error'), 'internal_error: nothing about our internals.', {}),
-      NotImplemented: jsonBody(
-        ref('Error'),
-        'not_implemented: this server does not run batch jobs.',
-        {},
-      ),
     },
     schemas: {
       Error: {
@@ -509,6 +504,37 @@ export const OPENAPI_DOCUMENT = {
           invalid: { type: 'integer', minimum: 0 },
           risky: { type: 'integer', minimum: 0 },
           download_url: { type: 'string', format: 'uri' },
+          reason: { type: 'string', description: 'Why a failed job failed.' },
+        },
+      },
+      BatchResults: {
+        type: 'object',
+        required: ['id', 'total_emails', 'results'],
+        properties: {
+          id: { type: 'string' },
+          total_emails: { type: 'integer', minimum: 1 },
+          results: { type: 'array', items: ref('BatchRecord') },
+        },
+      },
+      BatchNotCompletedError: {
+        type: 'object',
+        required: [
+          'error',
+          'message',
+          'id',
+          'status',
+          'total_emails',
+          'processed',
+          'percent_complete',
+        ],
+        properties: {
+          error: { const: 'batch_not_completed' },
+          message: { type: 'string' },
+          id: { type: 'string' },
+          status: { enum: ['processing', 'failed'] },
+          total_emails: { type: 'integer', minimum: 1 },
+          processed: { type: 'integer', minimum: 0 },
+          percent_complete: { type: 'number', minimum: 0, maximum: 100 },
         },
       },
       BatchRecord: {

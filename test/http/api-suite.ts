@@ -570,6 +570,128 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
     });
 
     describe('batch jobs', () => {
+      const submit = (key: string, body: unknown, more: Record<string, string> = {}) =>
+        client.call('/v1/verify', {
+          method: 'POST',
+          headers: bearer(key, { 'content-type': 'application/json', ...more }),
+          body: JSON.stringify(body),
+        });
+
+      it('submits, reports progress and streams the results as JSON, CSV and NDJSON', async () => {
+        const own = await api.account();
+        const emails = ['a@example.org', 'deliverable@example.com', 'a@example.org', 'bad@@x'];
+        const submitted = await submit(own.secret, { emails, method: 'quick' });
+        expect(submitted.status).toBe(202);
+        expect(submitted.body).toMatchObject({ status: 'processing', total_emails: 4 });
+        expect(submitted.headers.get('x-ratelimit-limit')).toBe('300');
+        const { id } = submitted.body as { id: string };
+        await api.service.batchWork.idle();
+
+        const status = await client.call(`/v1/verify/${id}`, { headers: bearer(own.secret) });
+        expect(status.body).toMatchObject({
+          id,
+          status: 'completed',
+          total_emails: 4,
+          processed: 4,
+          percent_complete: 100,
+        });
+        expect(status.body.download_url).toMatch(
+          new RegExp(`^http://[^/]+/v1/verify/${id}/results$`),
+        );
+
+        const json = await client.call(`/v1/verify/${id}/results`, { headers: bearer(own.secret) });
+        expect(json.status).toBe(200);
+        expect(json.body.results.map((r: { email: string }) => r.email)).toEqual(emails);
+        expect(json.body.results[2].duplicate).toBe(true);
+        expect(json.body.results[3].state).toBe('undeliverable');
+
+        const csv = await client.call(`/v1/verify/${id}/results?format=csv`, {
+          headers: bearer(own.secret),
+        });
+        expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
+        const rows = csv.text.trim().split(/\r?\n/);
+        expect(rows).toHaveLength(5);
+        expect(rows[0]).toMatch(/^email,state,score,reason/);
+
+        const ndjson = await client.call(`/v1/verify/${id}/results`, {
+          headers: bearer(own.secret, { accept: 'application/x-ndjson' }),
+        });
+        expect(ndjson.headers.get('content-type')).toMatch(/ndjson/);
+        const lines = ndjson.text
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line));
+        expect(lines.map((r: { email: string }) => r.email)).toEqual(emails);
+
+        // Another account's job is not found; neither is a job that does not exist.
+        for (const path of [`/v1/verify/${id}`, `/v1/verify/${id}/results`]) {
+          const foreign = await client.call(path, { headers: bearer(secret) });
+          expect(foreign.status).toBe(404);
+        }
+        const unknown = await client.call('/v1/verify/batch_unknown', { headers: bearer(secret) });
+        expect(unknown.status).toBe(404);
+        const format = await client.call(`/v1/verify/${id}/results?format=xml`, {
+          headers: bearer(own.secret),
+        });
+        expect(format.status).toBe(400);
+      });
+
+      it('answers one job per Idempotency-Key and refuses its reuse for another batch', async () => {
+        const own = await api.account();
+        const key = { 'idempotency-key': `batch-${kind}` };
+        const first = await submit(own.secret, { emails: ['b@example.org'] }, key);
+        const again = await submit(own.secret, { emails: ['b@example.org'] }, key);
+        expect(again.body.id).toBe(first.body.id);
+        const other = await submit(own.secret, { emails: ['c@example.org'] }, key);
+        expect(other.status).toBe(409);
+        await api.service.batchWork.idle();
+      });
+
+      it('refuses a batch the account cannot pay for with 402, changing nothing', async () => {
+        const poor = await api.account({ credits: 1 });
+        const before = await snapshot(poor.accountId);
+        const reply = await submit(poor.secret, { emails: ['d@example.org', 'e@example.org'] });
+        expect(reply.status).toBe(402);
+        expect(reply.body).toMatchObject({ error: 'insufficient_credits', available: 1 });
+        expect(await snapshot(poor.accountId)).toEqual(before);
+      });
+
+      it('refuses results before the job completes with 409 and the progress', async () => {
+        let release: () => void = () => undefined;
+        const gate = new Promise<void>((resolve) => (release = resolve));
+        const slow = await apiFixture(undefined, {
+          dns: { mx: () => gate.then(() => ({ kind: 'nxdomain' }) as const) },
+        });
+        const own = await slow.account();
+        const slowClient = await makeClient(slow.service);
+        opened.push(slowClient);
+        const submitted = await slowClient.call('/v1/verify', {
+          method: 'POST',
+          headers: bearer(own.secret, { 'content-type': 'application/json' }),
+          body: JSON.stringify({ emails: ['f@example.org'] }),
+        });
+        const { id } = submitted.body as { id: string };
+        const early = await slowClient.call(`/v1/verify/${id}/results`, {
+          headers: bearer(own.secret),
+        });
+        expect(early.status).toBe(409);
+        expect(early.body).toMatchObject({
+          error: 'batch_not_completed',
+          id,
+          status: 'processing',
+          processed: 0,
+        });
+        const progress = await slowClient.call(`/v1/verify/${id}`, { headers: bearer(own.secret) });
+        expect(progress.body).toMatchObject({ status: 'processing' });
+        expect(progress.body.download_url).toBeUndefined();
+        release();
+        await slow.service.batchWork.idle();
+        const done = await slowClient.call(`/v1/verify/${id}/results`, {
+          headers: bearer(own.secret),
+        });
+        expect(done.status).toBe(200);
+      });
+
       const manyEmails = () =>
         JSON.stringify({ emails: Array.from({ length: 50_001 }, (_, i) => `u${i}@example.org`) });
       it.each([
