@@ -316,9 +316,11 @@ function prepare(db: Database.Database) {
       `UPDATE batch_items SET record = ?, state = ?
        WHERE job_id = ? AND position = ? AND record IS NULL`,
     ),
+    // Without statistics the planner takes the primary key's job_id prefix and scans the whole
+    // job for each result (quadratic: 8,000 addresses took 3.7 s); the partial index is named.
     setDuplicates: db.prepare(
-      `UPDATE batch_items SET record = ?, state = ?
-       WHERE job_id = ? AND duplicate_of = ? AND record IS NULL`,
+      `UPDATE batch_items INDEXED BY batch_items_duplicates SET record = ?, state = ?
+       WHERE job_id = ? AND duplicate_of = ? AND duplicate_of IS NOT NULL AND record IS NULL`,
     ),
     count: { valid: counter('valid'), invalid: counter('invalid'), risky: counter('risky') },
     pending: db.prepare(
