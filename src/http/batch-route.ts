@@ -5,7 +5,7 @@ import type { ResultsFormat } from '../service/service.js';
 import type { Exchange } from './exchange.js';
 import { readQuery } from './query.js';
 import { onlyFields, readJsonObject } from './request-body.js';
-import { badRequest, HttpError, json, type Reply } from './responses.js';
+import { badRequest, json, type Reply } from './responses.js';
 import { routeId } from './route-id.js';
 
 const BATCH_FIELDS = ['emails', 'method', 'callback_url'];
