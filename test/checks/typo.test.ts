@@ -7,7 +7,10 @@ import { DISPOSABLE_DOMAINS } from '../../src/data/disposable.js';
 import { FREE_PROVIDER_DOMAINS } from '../../src/data/generated/lists.js';
 import { COMPANY_DOMAINS, RANKED_MAIL_DOMAINS } from '../../src/data/generated/typo-lists.js';
 import { createEngine } from '../../src/engine/engine.js';
+import { verifyCommand } from '../../src/cli/commands/verify.js';
+import { csvFormat, recordOf } from '../../src/cli/records.js';
 import { toDetailed, toShapeB } from '../../src/format/shapes.js';
+import { PassThrough } from 'node:stream';
 import { fcParams } from '../helpers/fast-check.js';
 
 const suggest = createTypoSuggester();
@@ -173,5 +176,32 @@ describe('did_you_mean in verdicts', () => {
     expect(quick.didYouMean).toBeNull();
     expect(quick.checks.map((c) => c.check)).not.toContain('typo');
     expect(toDetailed(engine.verifySync('x')).did_you_mean).toBeNull();
+  });
+});
+
+describe('did_you_mean in the CLI', () => {
+  it('is a field of records (NDJSON, CSV) and ends the table DETAILS', async () => {
+    const verdict = createEngine({ offline: true }).verifySync('ann@gmial.com');
+    expect(recordOf(verdict).did_you_mean).toBe('ann@gmail.com');
+    const csv = csvFormat();
+    expect(csv.header).toContain('did_you_mean');
+    expect(csv.line(recordOf(verdict))).toContain('ann@gmail.com');
+
+    const stdout = new PassThrough();
+    let text = '';
+    stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    const io = {
+      stdout,
+      stderr: new PassThrough(),
+      stdin: new PassThrough(),
+      onInterrupt: () => () => {},
+    };
+    await verifyCommand(
+      ['ann@gmial.com', 'bob@example.org'],
+      { offline: true, method: 'standard' },
+      io,
+    );
+    expect(text).toMatch(/ann@gmial\.com.*did you mean ann@gmail\.com\?/);
+    expect(text).not.toMatch(/bob@example\.org.*did you mean/);
   });
 });
