@@ -107,9 +107,9 @@ export function compileDisposable() {
   out += `${dropped.publicSuffix} public suffixes.\n`;
   out += `// ${domains.length} A-label domains, sorted, one per line, ${packed.length} characters:\n`;
   out += '// a string loads without parsing a JSON array or allocating one string per domain.\n\n';
-  out += `/** How many domains DISPOSABLE_PACKED holds. */\nexport const DISPOSABLE_COUNT = ${domains.length};\n\n`;
+  out += `/** How many domains DISPOSABLE_PACKED holds. */\nexport const DISPOSABLE_COUNT: number = ${domains.length};\n\n`;
   out += `/** The merged disposable list, '\\n'-separated. */\n`;
-  out += `export const DISPOSABLE_PACKED = ${JSON.stringify(packed)};\n`;
+  out += `export const DISPOSABLE_PACKED: string = ${JSON.stringify(packed)};\n`;
   return out;
 }
 
