@@ -372,7 +372,7 @@ function commitProblem(commit: LedgerCommit): string | undefined {
 export function ledgerRequestProblem(request: LedgerRequest): string | undefined {
   if (typeof request !== 'object' || request === null)
     return 'the ledger request must be an object';
-  if (!['grant', 'reserve', 'settle', 'release', 'refund'].includes(request.kind)) {
+  if (!LEDGER_KINDS.includes(request.kind)) {
     return 'kind must be one of grant, reserve, settle, release, refund';
   }
   if (!isReference(request.ref)) return `ref must be a string of 1 to ${MAX_REF_LENGTH} characters`;
@@ -397,6 +397,8 @@ export function ledgerRequestProblem(request: LedgerRequest): string | undefined
   }
   return undefined;
 }
+
+const LEDGER_KINDS: readonly string[] = ['grant', 'reserve', 'settle', 'release', 'refund'];
 
 function isReference(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= MAX_REF_LENGTH;

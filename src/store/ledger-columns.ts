@@ -18,7 +18,8 @@ export class LedgerColumns {
   private readonly note: (string | null)[] = [];
   private readonly createdAt: number[] = [];
 
-  private readonly holdIndex = new Map<string, number>();
+  /** Per entry: its reservation's slot when it is a reserve, else -1 (one Map serves both). */
+  private readonly holdOf: number[] = [];
   private readonly holdRef: string[] = [];
   private readonly held: number[] = [];
   private readonly charged: number[] = [];
@@ -41,6 +42,7 @@ export class LedgerColumns {
     this.reservationOf.push(entry.reservation);
     this.note.push(entry.note);
     this.createdAt.push(entry.createdAt);
+    this.holdOf.push(-1);
     return {
       seq,
       accountId: entry.accountId,
@@ -77,15 +79,19 @@ export class LedgerColumns {
   }
 
   reservation(ref: string): ReservationState | undefined {
-    const at = this.holdIndex.get(ref);
-    return at === undefined ? undefined : this.reservationAt(at);
+    const entry = this.index.get(ref);
+    const at = entry === undefined ? -1 : (this.holdOf[entry] as number);
+    return at === -1 ? undefined : this.reservationAt(at);
   }
 
+  /** Files a reservation's state; its reserve entry is filed already (the ledger writes it first). */
   putReservation(reservation: ReservationState): void {
-    let at = this.holdIndex.get(reservation.ref);
-    if (at === undefined) {
+    const entry = this.index.get(reservation.ref);
+    if (entry === undefined) throw new Error(`No reserve entry ${reservation.ref}`);
+    let at = this.holdOf[entry] as number;
+    if (at === -1) {
       at = this.holdRef.length;
-      this.holdIndex.set(reservation.ref, at);
+      this.holdOf[entry] = at;
       this.holdRef.push(reservation.ref);
     }
     this.held[at] = reservation.held;
