@@ -243,7 +243,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
           const current = accountFrom(statements.account.get(id));
           if (current === undefined) return undefined;
           const updated = { ...current, ...changes };
-          statements.updateAccount.run(updated.email, updated.plan, id);
+          statements.updateAccount.run(updated.email, updated.plan, updated.webhookSecret, id);
           return updated;
         }),
       );
@@ -483,7 +483,9 @@ function prepareStatements(db: Database.Database) {
        VALUES (?, ?, ?, ?, ?, ?)`,
     ),
     account: db.prepare('SELECT * FROM accounts WHERE id = ?'),
-    updateAccount: db.prepare('UPDATE accounts SET email = ?, plan = ? WHERE id = ?'),
+    updateAccount: db.prepare(
+      'UPDATE accounts SET email = ?, plan = ?, webhook_secret = ? WHERE id = ?',
+    ),
     balance: db.prepare('SELECT available, reserved, used, total FROM accounts WHERE id = ?'),
     setBalance: db.prepare(
       'UPDATE accounts SET available = ?, reserved = ?, used = ?, total = ? WHERE id = ?',

@@ -244,7 +244,7 @@ export interface Store extends BatchStore {
   getAccount(id: string): Promise<AccountRecord | undefined>;
   updateAccount(
     id: string,
-    changes: Partial<Pick<AccountRecord, 'email' | 'plan'>>,
+    changes: Partial<Pick<AccountRecord, 'email' | 'plan' | 'webhookSecret'>>,
   ): Promise<AccountRecord | undefined>;
 
   insertKey(key: KeyRecord): Promise<void>;

@@ -6,6 +6,7 @@ import { createAdmin, type ServiceAdmin } from './admin.js';
 import { cryptoRandomBytes, type RandomBytes } from './api-keys.js';
 import { createAuth, type Auth } from './auth.js';
 import { createBatches, type BatchOptions, type Batches, type BatchWork } from './batch/batch.js';
+import { createWebhookSecretAdmin, type WebhookSecretAdmin } from './batch/webhook-secret.js';
 import { createCharging, type Charging } from './charging.js';
 import { createContext } from './context.js';
 import { createFilters, type Filters } from './filters.js';
@@ -31,6 +32,7 @@ export type { BatchOptions, BatchWork } from './batch/batch.js';
 export type { BatchCreated, NewBatch, SubmitBatchOptions } from './batch/submit.js';
 export type { BatchResults, BatchStatus, ResultsFormat } from './batch/results.js';
 export type { BatchEvent } from './batch/webhooks.js';
+export type { WebhookSecretAdmin } from './batch/webhook-secret.js';
 
 export interface ServiceOptions {
   /** The engine verifications run on; its method costs are the credits charged. */
@@ -54,7 +56,7 @@ export interface Service
     Pick<Accounts, 'account'>,
     Omit<Filters, 'match'>,
     Batches {
-  readonly admin: ServiceAdmin;
+  readonly admin: ServiceAdmin & WebhookSecretAdmin;
   readonly engine: Engine;
   readonly store: Store;
   /**
@@ -98,7 +100,7 @@ export function createService(options: ServiceOptions): Service {
   return {
     engine,
     store,
-    admin: createAdmin(ctx, accounts.admin, auth.keys),
+    admin: { ...createAdmin(ctx, accounts.admin, auth.keys), ...createWebhookSecretAdmin(ctx) },
     authenticate: auth.authenticate,
     verify: charging.verify,
     account: accounts.account,

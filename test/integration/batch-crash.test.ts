@@ -46,11 +46,16 @@ EMAILS.splice(7, 0, 'user3@d3.example');
 EMAILS.splice(50, 0, 'deliverable@example.com');
 const BILLABLE = 300;
 
-const SCENARIOS: readonly (readonly [string, readonly Kill[], number?])[] = [
-  ['before the first results are stored', [{ op: 'recordJobResults', nth: 1, when: 'before' }]],
+const SCENARIOS: readonly (readonly [string, readonly Kill[], number | null])[] = [
+  [
+    'before the first results are stored',
+    [{ op: 'recordJobResults', nth: 1, when: 'before' }],
+    null,
+  ],
   [
     'right after results and their settles commit',
     [{ op: 'recordJobResults', nth: 3, when: 'after' }],
+    null,
   ],
   [
     'at several points in a row, while resuming too',
@@ -60,9 +65,10 @@ const SCENARIOS: readonly (readonly [string, readonly Kill[], number?])[] = [
       { op: 'recordJobResults', nth: 4, when: 'after' },
       { op: 'recordJobResults', nth: 5, when: 'before' },
     ],
+    null,
   ],
-  ['before the job finishes', [{ op: 'finishJob', nth: 1, when: 'before' }]],
-  ['right after the submission commits', [{ op: 'createJob', nth: 1, when: 'after' }]],
+  ['before the job finishes', [{ op: 'finishJob', nth: 1, when: 'before' }], null],
+  ['right after the submission commits', [{ op: 'createJob', nth: 1, when: 'after' }], null],
   // The hold lapses at once: the restart's sweep releases it and the runner reserves again.
   ['with its credit hold lapsed', [{ op: 'recordJobResults', nth: 2, when: 'after' }], 1],
 ];
@@ -72,7 +78,7 @@ describe('batch jobs on SQLite, SIGKILLed and restarted', () => {
     'completes every address once, charged once: killed %s',
     async (_name, kills, holdTtlMs) => {
       const path = join(dir, `${Math.random().toString(36).slice(2)}.db`);
-      const base = { domains: DOMAINS, ...(holdTtlMs === undefined ? {} : { holdTtlMs }) };
+      const base = { domains: DOMAINS, ...(holdTtlMs === null ? {} : { holdTtlMs }) };
       const first = await run(path, {
         ...base,
         submit: { emails: EMAILS, method: 'quick' },
@@ -112,7 +118,7 @@ describe('batch jobs on SQLite, SIGKILLed and restarted', () => {
         });
         expect(await store.listHolds(accountId)).toEqual([]);
         // A lapsed hold was released by the sweep and made again, not charged twice.
-        if (holdTtlMs !== undefined) expect(job!.holds).toBeGreaterThan(1);
+        if (holdTtlMs !== null) expect(job!.holds).toBeGreaterThan(1);
       } finally {
         await store.close();
       }

@@ -247,6 +247,7 @@ const SLOTS: readonly Slot[] = [
   })),
   accountSlot('admin.getAccount', (w, id) => w.service.admin.getAccount(any(id))),
   accountSlot('admin.changePlan', (w, id) => w.service.admin.changePlan(any(id), 'starter')),
+  accountSlot('admin.rotateWebhookSecret', (w, id) => w.service.admin.rotateWebhookSecret(any(id))),
   {
     entry: 'admin.changePlan',
     field: 'plan',

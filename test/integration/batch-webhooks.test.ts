@@ -1,0 +1,266 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createNodeWebhookSender } from '../../src/adapters/node-webhook.js';
+import { createEngine } from '../../src/engine/engine.js';
+import type { WebhookSender } from '../../src/ports/webhook.js';
+import { createService, type BatchOptions, type Service } from '../../src/service/service.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+
+interface Hit {
+  readonly path: string;
+  readonly host: string;
+  readonly headers: IncomingMessage['headers'];
+  readonly body: string;
+}
+
+/** A loopback receiver answering each POST as `answer` says (a status, or never). */
+async function receiver(answer: (hit: Hit) => number | 'hang' | { redirect: string }) {
+  const hits: Hit[] = [];
+  const server: Server = createServer((request, response) => {
+    let body = '';
+    request.on('data', (data: Buffer) => (body += data.toString()));
+    request.on('end', () => {
+      const hit = {
+        path: request.url ?? '',
+        host: request.headers.host ?? '',
+        headers: request.headers,
+        body,
+      };
+      hits.push(hit);
+      const what = answer(hit);
+      if (what === 'hang') return;
+      if (typeof what === 'object') {
+        response.writeHead(301, { location: what.redirect }).end();
+        return;
+      }
+      response.writeHead(what).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    hits,
+    port,
+    url: `http://127.0.0.1:${port}/hook`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A port nothing listens on: bound by the OS, then closed. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+async function setup(batch: BatchOptions, clock?: { now(): number }) {
+  const store = createMemoryStore();
+  const service: Service = createService({
+    engine: createEngine({ offline: true }),
+    store,
+    ...(clock === undefined ? {} : { clock }),
+    batch: {
+      allowHttpCallbacks: true,
+      allowPrivateNetworks: true,
+      baseUrl: 'https://api.example.com/',
+      ...batch,
+    },
+  });
+  cleanups.push(() => service.stop());
+  const account = await service.admin.createAccount({ email: 'ops@example.org', credits: 100 });
+  return { service, store, accountId: account.id, secret: account.webhookSecret };
+}
+
+describe('batch webhooks', () => {
+  it('POSTs the completion event, signed the Standard Webhooks way (verified by standardwebhooks)', async () => {
+    const hook = await receiver(() => 204);
+    cleanups.push(hook.close);
+    const { service, accountId, secret } = await setup({
+      webhookSender: createNodeWebhookSender({ allowPrivateNetworks: true }),
+    });
+    const created = await service.submitBatch(
+      { accountId },
+      { emails: ['a@example.org', 'b@example.org'], callbackUrl: hook.url },
+    );
+    await service.batchWork.idle();
+    await service.batchWork.deliverWebhooks();
+    expect(hook.hits).toHaveLength(1);
+    const [hit] = hook.hits as [Hit];
+    const verified = new Webhook(secret).verify(hit.body, hit.headers as Record<string, string>);
+    expect(verified).toMatchObject({
+      event: 'batch.completed',
+      id: created.id,
+      status: 'completed',
+      total_emails: 2,
+      processed: 2,
+      download_url: `https://api.example.com/v1/verify/${created.id}/results`,
+    });
+    expect(typeof (verified as { completed_at: string }).completed_at).toBe('string');
+
+    // A rotated secret signs from then on; the old one no longer verifies.
+    const { webhookSecret } = await service.admin.rotateWebhookSecret(accountId);
+    expect(webhookSecret).toMatch(/^whsec_/);
+    await service.submitBatch({ accountId }, { emails: ['c@example.org'], callbackUrl: hook.url });
+    await service.batchWork.idle();
+    await service.batchWork.deliverWebhooks();
+    const second = hook.hits[1] as Hit;
+    const headers = second.headers as Record<string, string>;
+    expect(() => new Webhook(webhookSecret).verify(second.body, headers)).not.toThrow();
+    expect(() => new Webhook(secret).verify(second.body, headers)).toThrow();
+  });
+
+  const SCHEDULE = [1_000, 2_000, 4_000];
+
+  type Answer = (() => number | 'hang' | { redirect: string }) | null;
+  const FAULTS: readonly (readonly [string, Answer])[] = [
+    ['a 500', () => 500],
+    ['a 301 (never followed)', () => ({ redirect: '/elsewhere' })],
+    ['a hang (timeout)', () => 'hang'],
+    ['a refused connection', null],
+  ];
+
+  it.each(FAULTS)('retries %s on schedule with jitter, then gives up', async (_name, answer) => {
+    let now = Date.UTC(2026, 10, 1);
+    const clock = { now: () => now };
+    let url: string;
+    let hits: Hit[] = [];
+    if (answer === null) url = `http://127.0.0.1:${await closedPort()}/hook`;
+    else {
+      const hook = await receiver(answer);
+      cleanups.push(hook.close);
+      url = hook.url;
+      hits = hook.hits;
+    }
+    const { service, store, accountId } = await setup(
+      {
+        webhookSender: createNodeWebhookSender({ allowPrivateNetworks: true }),
+        webhookRetryScheduleMs: SCHEDULE,
+        webhookTimeoutMs: 200,
+      },
+      clock,
+    );
+    const caller = { accountId };
+    const created = await service.submitBatch(caller, {
+      emails: ['a@example.org'],
+      callbackUrl: url,
+    });
+    await service.batchWork.idle();
+    await service.batchWork.deliverWebhooks();
+
+    for (let attempt = 1; attempt <= SCHEDULE.length; attempt++) {
+      const [message] = await store.jobWebhooks(created.id);
+      expect(message).toMatchObject({ status: 'pending', attempts: attempt });
+      const delay = SCHEDULE[attempt - 1] as number;
+      const wait = (message?.nextAttemptAt ?? 0) - now;
+      expect(wait).toBeGreaterThanOrEqual(delay * 0.8);
+      expect(wait).toBeLessThanOrEqual(delay * 1.2);
+      now += wait - 1;
+      expect(await service.batchWork.deliverWebhooks()).toBe(0);
+      now += 1;
+      expect(await service.batchWork.deliverWebhooks()).toBe(1);
+    }
+    const [message] = await store.jobWebhooks(created.id);
+    expect(message).toMatchObject({ status: 'failed', attempts: SCHEDULE.length + 1 });
+    if (answer !== null) {
+      expect(hits).toHaveLength(SCHEDULE.length + 1);
+      expect(hits.every((hit) => hit.path === '/hook')).toBe(true);
+    }
+  });
+
+  it('stops at a 410', async () => {
+    const hook = await receiver(() => 410);
+    cleanups.push(hook.close);
+    const { service, store, accountId } = await setup({
+      webhookSender: createNodeWebhookSender({ allowPrivateNetworks: true }),
+    });
+    const created = await service.submitBatch(
+      { accountId },
+      { emails: ['a@example.org'], callbackUrl: hook.url },
+    );
+    await service.batchWork.idle();
+    await service.batchWork.deliverWebhooks();
+    expect(await store.jobWebhooks(created.id)).toMatchObject([
+      { status: 'failed', attempts: 1, lastError: 'HTTP 410' },
+    ]);
+    expect(hook.hits).toHaveLength(1);
+  });
+});
+
+describe('the webhook sender SSRF guard', () => {
+  const request = (url: string) => ({ url, headers: {}, body: '{}', timeoutMs: 2_000 });
+
+  it.each([
+    'http://127.0.0.1:9/hook',
+    'http://10.0.0.1/hook',
+    'http://[::ffff:127.0.0.1]:9/hook',
+    'http://2130706433:9/hook',
+    'http://0x7f.1:9/hook',
+    'http://169.254.169.254/latest/meta-data',
+    'http://100.64.0.1/hook',
+    'http://[::1]:9/hook',
+    'http://[fd00::1]/hook',
+  ])('refuses %s without connecting', async (url) => {
+    const sender = createNodeWebhookSender();
+    expect(await sender.send(request(url))).toMatchObject({
+      kind: 'error',
+      code: 'forbidden_address',
+    });
+  });
+
+  it('refuses a name when any address it resolves to is private', async () => {
+    const sender = createNodeWebhookSender({
+      resolve: async (host) =>
+        host === 'mixed.test' ? ['93.184.216.34', '10.1.2.3'] : ['192.168.1.1'],
+    });
+    expect(await sender.send(request('https://mixed.test/hook'))).toMatchObject({
+      code: 'forbidden_address',
+    });
+    expect(await sender.send(request('https://internal.test/hook'))).toMatchObject({
+      code: 'forbidden_address',
+    });
+  });
+
+  it('connects to the address it checked, keeping the name in Host', async () => {
+    const hook = await receiver(() => 200);
+    cleanups.push(hook.close);
+    let resolutions = 0;
+    const sender: WebhookSender = createNodeWebhookSender({
+      allowPrivateNetworks: true,
+      resolve: async () => (resolutions++ === 0 ? ['127.0.0.1'] : ['203.0.113.9']),
+    });
+    expect(await sender.send(request(`http://hooks.test:${hook.port}/hook`))).toEqual({
+      kind: 'status',
+      status: 200,
+    });
+    expect(resolutions).toBe(1);
+    expect(hook.hits[0]?.host).toBe(`hooks.test:${hook.port}`);
+  });
+
+  it('fails a job webhook whose host resolves to a private address, without retrying', async () => {
+    const { service, store, accountId } = await setup({
+      allowPrivateNetworks: false,
+      webhookSender: createNodeWebhookSender({ resolve: async () => ['10.0.0.7'] }),
+    });
+    const created = await service.submitBatch(
+      { accountId },
+      { emails: ['a@example.org'], callbackUrl: 'https://hooks.example.net/hook' },
+    );
+    await service.batchWork.idle();
+    await service.batchWork.deliverWebhooks();
+    expect(await store.jobWebhooks(created.id)).toMatchObject([{ status: 'failed', attempts: 1 }]);
+    expect((await store.jobWebhooks(created.id))[0]?.lastError).toMatch(/^forbidden_address/);
+  });
+});
