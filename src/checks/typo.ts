@@ -32,19 +32,29 @@ export interface TypoLists {
 export function createTypoSuggester(
   lists: TypoLists = DEFAULT_LISTS,
 ): (domain: string) => string | null {
-  const targets: Target[] = [];
+  // Targets grouped by name (`yahoo` has twenty suffixes): a name is compared once.
+  const groups: NameGroup[] = [];
+  const groupOf = new Map<string, NameGroup>();
   const known = new Set<string>(lists.known ?? []);
   const index = new Map<number, number[]>();
   const bits = new Int32Array(BITS_MASK + 1);
   const hashes = new Int32Array(MAX_NAME + 2);
   let longest = 0;
+  let rank = 0;
   for (const domain of lists.ranked) {
     known.add(domain);
     const dot = domain.indexOf('.');
     if (dot <= 0 || dot > MAX_NAME) continue;
     const name = domain.slice(0, dot);
-    const target: Target = { domain, name, suffix: domain.slice(dot + 1) };
-    const id = targets.push(target) - 1;
+    const target: Target = { domain, suffix: domain.slice(dot + 1), rank: rank++ };
+    let group = groupOf.get(name);
+    if (group !== undefined) {
+      group.targets.push(target);
+      continue;
+    }
+    group = { name, targets: [target] };
+    groupOf.set(name, group);
+    const id = groups.push(group) - 1;
     longest = Math.max(longest, name.length);
     const count = deleteHashes(name, name.length, hashes);
     for (let k = 0; k < count; k++) {
@@ -55,7 +65,7 @@ export function createTypoSuggester(
       else if (!ids.includes(id)) ids.push(id);
     }
   }
-  const seen = new Uint8Array(targets.length);
+  const seen = new Uint8Array(groups.length);
   const found: number[] = [];
 
   return function suggest(domain: string): string | null {
@@ -77,20 +87,23 @@ export function createTypoSuggester(
     const suffix = domain.slice(dot + 1);
     let best: Target | undefined;
     let bestSlips = 3;
-    let bestId = 0;
     for (const id of found) {
       seen[id] = 0;
-      const target = targets[id] as Target;
-      const nameSlip = slipOf(name, target.name);
-      if (nameSlip === NONE || !nameAllows(name, target.name, nameSlip)) continue;
-      const suffixSlip = slipOf(suffix, target.suffix);
-      if (suffixSlip === NONE) continue;
-      const slips = (nameSlip === SAME ? 0 : 1) + (suffixSlip === SAME ? 0 : 1);
-      // Fewer slips first, then the more popular domain (the lower rank).
-      if (slips > 0 && (slips < bestSlips || (slips === bestSlips && id < bestId))) {
-        best = target;
-        bestSlips = slips;
-        bestId = id;
+      const group = groups[id] as NameGroup;
+      const nameSlip = slipOf(name, group.name);
+      if (nameSlip === NONE || !nameAllows(name, group.name, nameSlip)) continue;
+      for (const target of group.targets) {
+        const suffixSlip = slipOf(suffix, target.suffix);
+        if (suffixSlip === NONE) continue;
+        const slips = (nameSlip === SAME ? 0 : 1) + (suffixSlip === SAME ? 0 : 1);
+        // Fewer slips first, then the more popular domain (the lower rank).
+        if (
+          slips > 0 &&
+          (slips < bestSlips || (slips === bestSlips && target.rank < (best?.rank ?? 0)))
+        ) {
+          best = target;
+          bestSlips = slips;
+        }
       }
     }
     return best === undefined ? null : best.domain;
@@ -107,10 +120,16 @@ export function createTypoSuggester(
   }
 }
 
+interface NameGroup {
+  readonly name: string;
+  /** Most popular first. */
+  readonly targets: Target[];
+}
+
 interface Target {
   readonly domain: string;
-  readonly name: string;
   readonly suffix: string;
+  readonly rank: number;
 }
 
 /**
