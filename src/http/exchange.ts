@@ -1,3 +1,4 @@
+import { presentedKey } from '../service/api-keys.js';
 import type { Caller, Endpoint, Service } from '../service/service.js';
 import { resolveClientIp } from './client-ip.js';
 import { badRequest } from './responses.js';
@@ -40,8 +41,8 @@ export class Exchange {
   async authenticate(endpoint: Endpoint, apiKey: string | undefined): Promise<Caller> {
     const { headers } = this.request;
     const authorization = headers.get('authorization');
-    const bearer =
-      authorization === null ? undefined : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization)?.[1];
+    // The bearer key alone (presentedKey falls back to api_key when there is none).
+    const bearer = presentedKey(authorization, undefined);
     if (bearer !== undefined && apiKey !== undefined && apiKey !== bearer) {
       throw badRequest(
         'api_key',

@@ -68,6 +68,7 @@ const DETAILED_REQUIRED = [
   'catch_all',
   'mailbox_full',
   'no_reply',
+  'did_you_mean',
   'duration',
 ] as const;
 
@@ -445,6 +446,7 @@ export const OPENAPI_DOCUMENT = {
           'free',
           'catch_all',
           'risk_factors',
+          'did_you_mean',
           'duration',
         ],
         properties: {
