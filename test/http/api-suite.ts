@@ -319,6 +319,31 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
         expect(reply.headers.get('access-control-allow-origin')).toBe('https://app.example.org');
         expect(reply.headers.get('access-control-allow-methods')).toBe('GET');
         expect(reply.headers.get('access-control-allow-headers')).toContain('authorization');
+        // Public keys may only GET a verify: a preflight for anything else is not granted.
+        for (const [path, method] of [
+          ['/v1/verify', 'POST'],
+          ['/v1/account', 'GET'],
+        ] as const) {
+          const refused = await client.call(path, {
+            method: 'OPTIONS',
+            headers: { origin: 'https://app.example.org', 'access-control-request-method': method },
+          });
+          expect(refused.status).toBe(204);
+          expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+        }
+      });
+
+      it('grants no page anything with cors: false', async () => {
+        const closed = await open({ cors: false });
+        const headers = bearer(publicKey, { origin: 'https://app.example.org' });
+        const reply = await closed.call('/v1/verify?email=deliverable@example.com', { headers });
+        expect(reply.status).toBe(200);
+        expect(reply.headers.get('access-control-allow-origin')).toBeNull();
+        const preflight = await closed.call('/v1/verify', {
+          method: 'OPTIONS',
+          headers: { origin: 'https://app.example.org', 'access-control-request-method': 'GET' },
+        });
+        expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
       });
 
       it('lets a trusted page read its verdict, and refuses an untrusted one with 403', async () => {
@@ -492,22 +517,20 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
         expect(await snapshot()).toEqual(before);
       });
 
-      it('refuses a 20 MB body with 413 without holding it', async () => {
-        const before = await snapshot();
-        const big = JSON.stringify({
-          value: 'a'.repeat(20 * 1024 * 1024),
-          filter_type: 'domain',
-          action: 'block',
-        });
-        const reply = await client.call('/v1/filters', {
-          method: 'POST',
-          headers: json(),
-          body: big,
-        });
-        expect(reply.status).toBe(413);
-        expect(reply.body.error).toBe('payload_too_large');
-        expect(await snapshot()).toEqual(before);
-      });
+      it.each(['/v1/filters', '/v1/verify'])(
+        'refuses a 20 MB body to %s with 413 without holding it',
+        async (path) => {
+          const before = await snapshot();
+          const big = JSON.stringify({
+            emails: ['a@example.org'],
+            value: 'a'.repeat(20 * 1024 * 1024),
+          });
+          const reply = await client.call(path, { method: 'POST', headers: json(), body: big });
+          expect(reply.status).toBe(413);
+          expect(reply.body.error).toBe('payload_too_large');
+          expect(await snapshot()).toEqual(before);
+        },
+      );
 
       it('refuses a streamed body once it passes the cap', async () => {
         const small = await open({ maxBodyBytes: 1024 });
