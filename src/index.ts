@@ -76,6 +76,19 @@ export type {
   ServiceVerifyOptions,
   ServiceVerifyResult,
 } from './service/service.js';
+// Batch jobs (issue 12).
+export type {
+  BatchCreated,
+  BatchEvent,
+  BatchOptions,
+  BatchResults,
+  BatchStatus,
+  NewBatch,
+  ResultsFormat,
+  SubmitBatchOptions,
+  WebhookSecretAdmin,
+} from './service/service.js';
+export { signWebhook, WEBHOOK_RETRY_SCHEDULE_MS } from './service/batch/webhooks.js';
 export { ServiceError, SERVICE_ERROR_STATUS } from './service/service-error.js';
 export type { ServiceErrorCode } from './service/service-error.js';
 export { PLANS, PLAN_NAMES, PUBLIC_KEY_DAILY_LIMIT } from './service/plans.js';

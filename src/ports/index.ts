@@ -10,3 +10,4 @@ export type {
   SmtpProber,
 } from './smtp.js';
 export type * from './store.js';
+export type { WebhookRequest, WebhookResponse, WebhookSender } from './webhook.js';

@@ -7,6 +7,7 @@ import { createSqliteStore } from '../../src/sqlite.js';
 import { createService, type Service } from '../../src/service/service.js';
 import type { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
+import { createMemoryWebhookSender } from '../../src/testing.js';
 
 const stores: [string, () => Store][] = [
   ['memory', () => createMemoryStore()],
@@ -321,6 +322,42 @@ describe.each(stores)('batch jobs (%s)', (_name, makeStore) => {
     ).toMatchObject({ code: 'idempotency_conflict' });
     await service.batchWork.idle();
     expect((await store.balance(caller.accountId)).used).toBe(2);
+  });
+
+  it('fails a job that cannot run, gives its credits back and says so by webhook', async () => {
+    const store = makeStore();
+    const webhooks = createMemoryWebhookSender();
+    // The smtp method on an offline engine cannot run: the runner fails the job.
+    const service = createService({
+      engine: createEngine({ offline: true }),
+      store,
+      batch: { webhookSender: webhooks },
+    });
+    services.push(service);
+    const account = await service.admin.createAccount({ email: 'o@example.org', credits: 100 });
+    const caller = { accountId: account.id };
+    const created = await service.submitBatch(caller, {
+      emails: ['a@example.org', 'b@example.org'],
+      method: 'smtp',
+      callbackUrl: 'https://hooks.example.com/done',
+    });
+    await service.batchWork.idle();
+    await service.batchWork.deliverWebhooks();
+    const status = await service.batchStatus(caller, created.id);
+    expect(status).toMatchObject({ status: 'failed' });
+    expect(status.reason).toMatch(/^internal_error/);
+    expect(status.download_url).toBeUndefined();
+    expect(await store.balance(account.id)).toMatchObject({ available: 100, reserved: 0, used: 0 });
+    expect(webhooks.sent).toHaveLength(1);
+    const sent = webhooks.sent[0];
+    expect(sent?.url).toBe('https://hooks.example.com/done');
+    expect(JSON.parse(sent?.body ?? '')).toMatchObject({
+      event: 'batch.failed',
+      id: created.id,
+      status: 'failed',
+      download_url: null,
+    });
+    expect(sent?.headers['webhook-signature']).toMatch(/^v1,/);
   });
 
   it('resumes a stopped job on start without verifying or charging finished addresses again', async () => {

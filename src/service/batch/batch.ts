@@ -1,4 +1,3 @@
-import { createNodeWebhookSender } from '../../adapters/node-webhook.js';
 import { VERIFY_MANY_CONCURRENCY, VERIFY_MANY_PER_DOMAIN } from '../../engine/verify-many.js';
 import type { WebhookSender } from '../../ports/webhook.js';
 import type { AccountRef } from '../auth.js';
@@ -67,6 +66,8 @@ export interface BatchOptions {
   readonly renewEveryMs?: number;
   /** Results stored and settled per transaction. Default 256. */
   readonly flushSize?: number;
+  /** ...or once this long has passed since the last store, so progress shows. Default 1 s. */
+  readonly flushMs?: number;
 }
 
 export const BATCH_RETENTION_MS = 7 * 86_400_000;
@@ -115,7 +116,7 @@ export function createBatches(
   const baseUrl = new URL(options.baseUrl ?? 'http://localhost/').href;
   const allowPrivateNetworks = options.allowPrivateNetworks === true;
   const webhooks = createWebhookDispatcher(ctx, {
-    sender: options.webhookSender ?? createNodeWebhookSender({ allowPrivateNetworks }),
+    sender: options.webhookSender ?? lazyNodeSender(allowPrivateNetworks),
     retryScheduleMs: options.webhookRetryScheduleMs ?? WEBHOOK_RETRY_SCHEDULE_MS,
     timeoutMs: options.webhookTimeoutMs ?? WEBHOOK_TIMEOUT_MS,
   });
@@ -126,6 +127,7 @@ export function createBatches(
     holdTtlMs: options.holdTtlMs ?? BATCH_HOLD_TTL_MS,
     renewEveryMs: options.renewEveryMs ?? BATCH_RENEW_EVERY_MS,
     flushSize: options.flushSize ?? 256,
+    flushMs: options.flushMs ?? 1_000,
     retentionMs: options.retentionMs ?? BATCH_RETENTION_MS,
     baseUrl,
     webhooks,
@@ -191,6 +193,22 @@ export function createBatches(
       idle: () => runner.idle(),
       deliverWebhooks: () => webhooks.deliverDue(),
       purgeExpired: () => store.purgeJobs(clock.now()),
+    },
+  };
+}
+
+/**
+ * The default sender, node:http(s) behind the SSRF guard, loaded on the first webhook: a
+ * service that never sends one never loads node:http (cold start, DESIGN 8).
+ */
+function lazyNodeSender(allowPrivateNetworks: boolean): WebhookSender {
+  let sender: Promise<WebhookSender> | undefined;
+  return {
+    async send(request) {
+      sender ??= import('../../adapters/node-webhook.js').then((m) =>
+        m.createNodeWebhookSender({ allowPrivateNetworks }),
+      );
+      return (await sender).send(request);
     },
   };
 }

@@ -26,6 +26,8 @@ export interface RunnerSettings {
   readonly renewEveryMs: number;
   /** Results stored (and settled) per transaction. */
   readonly flushSize: number;
+  /** ...or sooner, once the oldest unstored result is this old, so progress shows (slow SMTP). */
+  readonly flushMs: number;
   readonly retentionMs: number;
   readonly baseUrl: string;
   readonly webhooks: WebhookDispatcher;
@@ -143,8 +145,10 @@ export function createRunner(
     try {
       if (!(await renew())) job = await rehold(job);
       const landed: Landed[] = [];
+      let lastFlush = clock.now();
 
       const flush = async () => {
+        lastFlush = clock.now();
         if (landed.length === 0) return;
         const batch = landed.splice(0);
         for (let tries = 0; ; tries++) {
@@ -203,7 +207,9 @@ export function createRunner(
       });
       for await (const { index, verdict } of results) {
         landed.push(landedOf(positions[index] as number, verdict));
-        if (landed.length >= settings.flushSize) await flush();
+        if (landed.length >= settings.flushSize || clock.now() - lastFlush >= settings.flushMs) {
+          await flush();
+        }
       }
       await flush();
       if (signal.aborted) return;
