@@ -360,6 +360,34 @@ describe.each(stores)('batch jobs (%s)', (_name, makeStore) => {
     expect(sent?.headers['webhook-signature']).toMatch(/^v1,/);
   });
 
+  it('matches IP filters while running and gives their credits back', async () => {
+    const dns = createMemoryDns(
+      { 'example.org': ['mx.example.org'], 'blockedmx.org': ['mx.blockedmx.org'] },
+      { 'mx.example.org': ['192.0.2.10'], 'mx.blockedmx.org': ['198.51.100.20'] },
+    );
+    const { service, caller, store } = await setup({ dns });
+    await service.createFilter(caller, {
+      value: '198.51.100.0/24',
+      type: 'ip_address',
+      action: 'block',
+    });
+    const created = await service.submitBatch(caller, {
+      emails: ['a@example.org', 'b@blockedmx.org', 'c@blockedmx.org'],
+      method: 'quick',
+    });
+    await service.batchWork.idle();
+    const reasons = (
+      await text(await service.batchResults(caller, created.id, { format: 'ndjson' }))
+    )
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { reason: string }).reason);
+    expect(reasons.slice(1)).toEqual(['blocked_by_filter', 'blocked_by_filter']);
+    expect(reasons[0]).not.toBe('blocked_by_filter');
+    // Reserved for 3 at submission; the 2 matches are given back, 1 is charged.
+    expect(await store.balance(caller.accountId)).toMatchObject({ used: 1, reserved: 0 });
+  });
+
   it('resumes a stopped job on start without verifying or charging finished addresses again', async () => {
     const store = makeStore();
     const zones: Record<string, readonly string[]> = {};
