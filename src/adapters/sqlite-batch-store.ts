@@ -67,6 +67,13 @@ export const BATCH_MIGRATION = `
   CREATE INDEX batch_webhooks_by_job ON batch_webhooks (job_id);
 `;
 
+/** A refused ledger commit, thrown to roll back the results written before it. */
+class Refused extends Error {
+  constructor(readonly outcome: JobWriteOutcome) {
+    super('refused');
+  }
+}
+
 const COUNTER: Readonly<Record<JobResultState, 'valid' | 'invalid' | 'risky'>> = {
   deliverable: 'valid',
   undeliverable: 'invalid',
@@ -160,14 +167,20 @@ export function createSqliteBatchStore(
       at: number,
     ): JobWriteOutcome => {
       if (jobOf(accountId, jobId) === undefined) return { ok: false, code: 'job_not_found' };
-      const fresh = writes.filter(
-        (write) => s.hasNoResult.get(jobId, write.position) !== undefined,
-      );
-      const requests = fresh.flatMap((write) => (write.ledger === undefined ? [] : [write.ledger]));
-      const outcome = file(accountId, requests, at);
-      if (!outcome.ok) return outcome as JobWriteOutcome;
+      // Results first (a position with its result already changes nothing and files nothing),
+      // then their ledger requests; a refusal throws, which rolls the results back with it.
+      const duplicates = s.anyDuplicate.get(jobId) !== undefined;
       const counts = new Map<JobResultState, number>();
-      for (const write of fresh) place(jobId, write.position, write.record, write.state, counts);
+      const requests: LedgerRequest[] = [];
+      for (const { position, record, state, ledger } of writes) {
+        const own = s.setResult.run(record, state, jobId, position).changes;
+        if (own === 0) continue;
+        const copies = duplicates ? s.setDuplicates.run(record, state, jobId, position).changes : 0;
+        counts.set(state, (counts.get(state) ?? 0) + own + copies);
+        if (ledger !== undefined) requests.push(ledger);
+      }
+      const outcome = file(accountId, requests, at);
+      if (!outcome.ok) throw new Refused(outcome as JobWriteOutcome);
       count(jobId, counts);
       return { ok: true, job: jobOf(accountId, jobId) as JobRecord };
     },
@@ -247,7 +260,12 @@ export function createSqliteBatchStore(
       return guard(() => s.pending.all(jobId, afterPosition, limit) as PendingJobItem[]);
     },
     async recordJobResults(accountId, jobId, writes, at) {
-      return recordJobResults(accountId, jobId, writes, at);
+      try {
+        return recordJobResults(accountId, jobId, writes, at);
+      } catch (error) {
+        if (error instanceof Refused) return error.outcome;
+        throw error;
+      }
     },
     async reholdJob(accountId, jobId, reserve, at) {
       return reholdJob(accountId, jobId, reserve, at);
@@ -309,8 +327,9 @@ function prepare(db: Database.Database) {
       `INSERT INTO batch_items (job_id, position, email, billable, duplicate_of, record, state)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     ),
-    hasNoResult: db.prepare(
-      'SELECT 1 FROM batch_items WHERE job_id = ? AND position = ? AND record IS NULL',
+    anyDuplicate: db.prepare(
+      `SELECT 1 FROM batch_items INDEXED BY batch_items_duplicates
+       WHERE job_id = ? AND duplicate_of IS NOT NULL LIMIT 1`,
     ),
     setResult: db.prepare(
       `UPDATE batch_items SET record = ?, state = ?
