@@ -6,7 +6,7 @@ import { verifyCommand, type VerifyFlags } from './commands/verify.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { processIo, type CliIo } from './io.js';
 
-/** package.json sits two folders up from src/cli and from dist/cli alike. */
+/** Our package.json: two folders up from src/cli/main.ts and from dist/cli/bin.js alike. */
 function version(): string {
   const manifest = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
   return (JSON.parse(manifest) as { version: string }).version;

@@ -5,7 +5,7 @@ import {
   type ParseResult,
 } from '../address/parse.js';
 import { createNodeDns, type NodeDnsOptions } from '../adapters/node-dns.js';
-import { createNodeSmtp, type NodeSmtpOptions } from '../adapters/node-smtp.js';
+import type { NodeSmtpOptions } from '../adapters/node-smtp.js';
 import type { AddressFacts, CheckPorts, CheckResult, Checker } from '../checks/checker.js';
 import { syntaxFinding } from '../checks/syntax.js';
 import { createCachedDns } from '../dns/cached-dns.js';
@@ -255,14 +255,18 @@ function defaultDns(options: EngineOptions, clock: Clock): Dns {
 
 /** Our node:net prober, built on first use (its HELO warning is for smtp users only). */
 function defaultProber(options: EngineOptions, dns: Dns): SmtpProber {
-  let prober: SmtpProber | undefined;
+  let prober: Promise<SmtpProber> | undefined;
   return {
     probe(request, signal) {
-      prober ??= createNodeSmtp({
-        resolveHost: (host, hostSignal) => dns.addresses?.(host, hostSignal) ?? Promise.resolve([]),
-        ...options.smtpOptions,
-      });
-      return prober.probe(request, signal);
+      // Loaded on first use: engines that never probe never load the SMTP client (DESIGN 8).
+      prober ??= import('../adapters/node-smtp.js').then(({ createNodeSmtp }) =>
+        createNodeSmtp({
+          resolveHost: (host, hostSignal) =>
+            dns.addresses?.(host, hostSignal) ?? Promise.resolve([]),
+          ...options.smtpOptions,
+        }),
+      );
+      return prober.then((ready) => ready.probe(request, signal));
     },
   };
 }
