@@ -240,6 +240,43 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
     });
 
     describe('rate limits', () => {
+      it('puts X-RateLimit-* on every answer to an identified key, refusals included', async () => {
+        const own = await api.account({ credits: 0 });
+        const headers = bearer(own.secret);
+        const posted = bearer(own.secret, { 'content-type': 'application/json' });
+        const answers = [
+          await client.call('/v1/verify?email=deliverable@example.com', { headers }),
+          await client.call('/v1/verify?email=x@example.org', { headers }), // 402
+          await client.call('/v1/account', { headers }),
+          await client.call('/v1/filters', { headers }),
+          await client.call('/v1/filters', {
+            method: 'POST',
+            headers: posted,
+            body: JSON.stringify({
+              value: 'not a domain!',
+              filter_type: 'domain',
+              action: 'block',
+            }),
+          }), // 400 from the service, after the key
+          await client.call('/v1/filters/flt_missing', { method: 'DELETE', headers }), // 404
+          await client.call('/v1/verify/batch_missing', { headers }), // 404
+          await client.call('/v1/verify', {
+            method: 'POST',
+            headers: posted,
+            body: JSON.stringify({ emails: ['x@example.org'] }),
+          }), // 402
+        ];
+        expect(answers.map((answer) => answer.status)).toEqual([
+          200, 402, 200, 200, 400, 404, 404, 402,
+        ]);
+        const remaining = answers.map((answer) =>
+          Number(answer.headers.get('x-ratelimit-remaining')),
+        );
+        for (const answer of answers) expect(answer.headers.get('x-ratelimit-limit')).toBe('300');
+        // Each request counted once, in order.
+        expect(remaining).toEqual(remaining.map((_, i) => 299 - i));
+      });
+
       it('admits the plan per minute, then 429 with Retry-After and the spec body', async () => {
         const free = await api.account({ plan: 'free' });
         const remaining: string[] = [];
