@@ -180,6 +180,9 @@ export function createMemoryBatchStore(host: MemoryBatchHost): BatchStore {
         const { purgeAt } = found.job;
         if (purgeAt === null || purgeAt > at) continue;
         jobs.delete(id);
+        for (const [messageId, message] of webhooks) {
+          if (message.jobId === id) webhooks.delete(messageId);
+        }
         purged++;
       }
       return purged;

@@ -142,31 +142,31 @@ export function createRunner(
     };
     const renewal = setInterval(() => void renew().catch(() => undefined), settings.renewEveryMs);
     renewal.unref();
+    const landed: Landed[] = [];
+    let lastFlush = clock.now();
+
+    const flush = async () => {
+      lastFlush = clock.now();
+      if (landed.length === 0) return;
+      const batch = landed.splice(0);
+      for (let tries = 0; ; tries++) {
+        const writes = batch.map((item) => writeOf(job, item));
+        const outcome = await store.recordJobResults(accountId, job.id, writes, clock.now());
+        if (outcome.ok) {
+          job = outcome.job;
+          return;
+        }
+        const lapsed =
+          outcome.code === 'exceeds_reservation' || outcome.code === 'unknown_reservation';
+        if (!lapsed || tries > 0) {
+          throw new JobFailure(`internal_error: results could not be stored (${outcome.code})`);
+        }
+        job = await rehold(job);
+      }
+    };
+
     try {
       if (!(await renew())) job = await rehold(job);
-      const landed: Landed[] = [];
-      let lastFlush = clock.now();
-
-      const flush = async () => {
-        lastFlush = clock.now();
-        if (landed.length === 0) return;
-        const batch = landed.splice(0);
-        for (let tries = 0; ; tries++) {
-          const writes = batch.map((item) => writeOf(job, item));
-          const outcome = await store.recordJobResults(accountId, job.id, writes, clock.now());
-          if (outcome.ok) {
-            job = outcome.job;
-            return;
-          }
-          const lapsed =
-            outcome.code === 'exceeds_reservation' || outcome.code === 'unknown_reservation';
-          if (!lapsed || tries > 0) {
-            throw new JobFailure(`internal_error: results could not be stored (${outcome.code})`);
-          }
-          job = await rehold(job);
-        }
-      };
-
       const ipFilters = await usesIpFilters(accountId);
       const positions: number[] = [];
       const method = job.method as MethodName;
@@ -221,8 +221,12 @@ export function createRunner(
           : `internal_error: ${stored.totalEmails - stored.processed} addresses have no result`,
       );
     } catch (error) {
-      // Stopped: the job stays processing and resumes, from what is stored, on the next start.
-      if (signal.aborted) return;
+      // Stopped: the job stays processing and resumes, from what is stored, on the next start;
+      // what landed before the stop is stored so that it is not verified again.
+      if (signal.aborted) {
+        await flush().catch(() => undefined);
+        return;
+      }
       const reason =
         error instanceof JobFailure
           ? error.message
