@@ -43,7 +43,7 @@ export class Exchange {
     const authorization = headers.get('authorization');
     // The bearer key alone (presentedKey falls back to api_key when there is none).
     const bearer = presentedKey(authorization, undefined);
-    if (bearer !== undefined && apiKey !== undefined && apiKey !== bearer) {
+    if (bearer !== undefined && apiKey !== undefined && apiKey !== '' && apiKey !== bearer) {
       throw badRequest(
         'api_key',
         'Two different API keys: send one, as the bearer header or as api_key.',
@@ -67,7 +67,12 @@ export class Exchange {
     } catch (error) {
       // A public key refuses an untrusted page before counting it: a 429 to a public key was
       // to a trusted page, whose visitor may read why.
-      if (isPublicKey(bearer ?? apiKey) && origin !== null && isRateLimit(error)) {
+      if (
+        this.config.cors &&
+        isPublicKey(bearer ?? apiKey) &&
+        origin !== null &&
+        isRateLimit(error)
+      ) {
         this.corsOrigin = origin;
       }
       throw error;
