@@ -35,7 +35,16 @@ export function createNodeListener(handler: FetchHandler): RequestListener {
   const replies = replyHandlerOf(handler);
   return (incoming, outgoing) => {
     void answer(handler, replies, incoming, outgoing).catch((error: unknown) => {
-      outgoing.destroy(error as Error);
+      // Only a fetch handler of someone else's can throw (ours answers every error): a 500
+      // while the status line is still ours to write, else the connection is cut.
+      if (outgoing.headersSent) {
+        outgoing.destroy(error as Error);
+        return;
+      }
+      outgoing.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+      outgoing.end(
+        JSON.stringify({ error: 'internal_error', message: 'The request handler failed.' }),
+      );
     });
   };
 }

@@ -1,6 +1,7 @@
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serve, type RunningServer } from '../../src/http/node-server.js';
+import { createNodeListener, serve, type RunningServer } from '../../src/http/node-server.js';
 import type { Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryDns } from '../../src/testing.js';
@@ -138,5 +139,28 @@ describe('mailverdict/node', () => {
     await server.close();
     servers.pop();
     await store.close();
+  });
+});
+
+describe('createNodeListener with a fetch handler of your own', () => {
+  it('serves its Responses, and answers 500 when it throws', async () => {
+    const server = createServer(
+      createNodeListener(async (request) => {
+        if (new URL(request.url).pathname === '/boom') throw new Error('secret detail');
+        return new Response(`hello ${request.method} ${await request.text()}`, { status: 201 });
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const ok = await fetch(`${base}/x`, { method: 'POST', body: 'there' });
+    expect(ok.status).toBe(201);
+    expect(await ok.text()).toBe('hello POST there');
+    const boom = await fetch(`${base}/boom`);
+    expect(boom.status).toBe(500);
+    expect(await boom.json()).toEqual({
+      error: 'internal_error',
+      message: 'The request handler failed.',
+    });
+    await new Promise((resolve) => server.close(resolve));
   });
 });
