@@ -15,6 +15,8 @@ interface Plan {
   readonly killAt?: { op: keyof Store; nth: number; when: 'before' | 'after' };
   readonly holdTtlMs?: number;
   readonly domains: number;
+  /** Print `{"stored":n}` after each results write, for a parent that kills from outside. */
+  readonly reportWrites?: boolean;
 }
 
 const plan = JSON.parse(process.argv[3] as string) as Plan;
@@ -31,6 +33,16 @@ if (plan.killAt !== undefined) {
     const result = await inner(...args);
     if (calls === nth && when === 'after') die();
     return result;
+  };
+}
+
+if (plan.reportWrites === true) {
+  const inner = store.recordJobResults;
+  let writes = 0;
+  store.recordJobResults = async (...args) => {
+    const outcome = await inner(...args);
+    process.stdout.write(`${JSON.stringify({ stored: ++writes })}\n`);
+    return outcome;
   };
 }
 

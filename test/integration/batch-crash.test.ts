@@ -20,12 +20,18 @@ interface Kill {
 function run(
   path: string,
   plan: object,
+  /** SIGKILL the child from here once it reported this many results writes. */
+  killAfterWrites?: number,
 ): Promise<{ lines: Record<string, string>[]; killed: boolean }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', script, path, JSON.stringify(plan)]);
     let out = '';
     let err = '';
-    child.stdout.on('data', (data: Buffer) => (out += data.toString()));
+    child.stdout.on('data', (data: Buffer) => {
+      out += data.toString();
+      const writes = out.split('"stored"').length - 1;
+      if (killAfterWrites !== undefined && writes >= killAfterWrites) child.kill('SIGKILL');
+    });
     child.stderr.on('data', (data: Buffer) => (err += data.toString()));
     child.on('error', reject);
     child.on('exit', (code, signal) => {
@@ -125,6 +131,39 @@ describe('batch jobs on SQLite, SIGKILLed and restarted', () => {
     },
     60_000,
   );
+
+  it('completes every address once, charged once: killed from outside at arbitrary moments', async () => {
+    // The parent's SIGKILL lands wherever the child is by then: verifying, between writes, or
+    // inside a results transaction, which then never commits.
+    const path = join(dir, 'outside.db');
+    const first = await run(
+      path,
+      { domains: DOMAINS, submit: { emails: EMAILS, method: 'quick' }, reportWrites: true },
+      2,
+    );
+    const accountId = first.lines[0]?.accountId as string;
+    for (let round = 0; round < 3; round++) {
+      await run(path, { domains: DOMAINS, reportWrites: true }, 1 + round);
+    }
+    expect((await run(path, { domains: DOMAINS })).killed).toBe(false);
+    const store = createSqliteStore(path, { holdSweepMs: 0 });
+    try {
+      const [job] = await store.listJobs('completed');
+      expect(job).toMatchObject({ accountId, processed: EMAILS.length });
+      const rows = await store.jobResults(job!.id, -1, 10_000);
+      expect(rows.map((row) => row.position)).toEqual(EMAILS.map((_, i) => i));
+      const perItem = (await store.ledgerEntries(accountId)).filter((e) =>
+        e.ref.includes(':item:'),
+      );
+      expect(new Set(perItem.map((e) => e.ref)).size).toBe(BILLABLE);
+      expect(perItem).toHaveLength(BILLABLE);
+      const charged = perItem.filter((e) => e.kind === 'settle').length;
+      expect(await store.balance(accountId)).toMatchObject({ reserved: 0, used: charged });
+      expect(await store.listHolds(accountId)).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 
   it('reserves nothing and stores nothing when killed before the submission commits', async () => {
     const path = join(dir, 'before-submit.db');
