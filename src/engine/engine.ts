@@ -119,6 +119,11 @@ export interface Engine {
   /** The Dns port verifications use (the service resolves IP filters through its cache). */
   readonly dns: Dns;
   /**
+   * Whether this engine can answer the smtp method: false for an offline engine (`offline`,
+   * an offline Dns or an offline SmtpProber), which refuses it with a TypeError.
+   */
+  readonly canProbe: boolean;
+  /**
    * Whether the resolver tells the truth, by the default resolver's canary (DESIGN 4):
    * `lying` while NXDOMAIN and implicit-MX answers are not taken as evidence. `unchecked`
    * for an injected Dns without a canary, and until an answer needed checking.
@@ -163,9 +168,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
     return methods[name];
   }
 
+  const canProbe = smtp !== undefined && smtp.offline !== true && dns.offline !== true;
+
   /** The smtp method needs a prober that connects: an engine without one cannot answer it. */
   function probeable(method: Method): Method {
-    if (method.name === 'smtp' && (smtp === undefined || smtp.offline === true || dns.offline)) {
+    if (method.name === 'smtp' && !canProbe) {
       throw new TypeError(
         'The smtp method needs an engine that can reach mail servers: this one is offline ' +
           '(offline: true, an offline Dns or an offline SmtpProber), so it cannot probe a mailbox',
@@ -184,6 +191,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const engine: Engine = {
     methods,
     dns,
+    canProbe,
     dnsHealth: () => dns.health?.() ?? UNCHECKED,
     parse: (address) => parseAddress(address, parseOptions),
     cost: (name) => methodOf(name).cost,

@@ -29,6 +29,7 @@ import {
   requireAccountRef,
   requireOneOf,
   requireText,
+  requireUsableMethod,
 } from './validate.js';
 
 export interface ServiceVerifyOptions {
@@ -284,6 +285,9 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
           );
         }
         if (signal?.aborted) throw signal.reason;
+        // Test addresses and filter matches were answered above; a verification needs an
+        // engine that can do what the method says, checked before anything is reserved.
+        requireUsableMethod(method, engine.canProbe);
         return engine.dns.offline === true && method !== 'smtp'
           ? chargeSync(accountId, email, method, idem)
           : chargeAsync(accountId, email, method, signal, idem);

@@ -1,3 +1,4 @@
+import type { MethodName } from '../engine/methods.js';
 import type { LedgerRequest } from '../ports/store.js';
 import { StoreError } from '../store/store-error.js';
 import { MAX_LEDGER_AMOUNT } from './ledger.js';
@@ -256,4 +257,18 @@ export function requireLedgerRequest(value: unknown): LedgerRequest {
         ...note,
       };
   }
+}
+
+/**
+ * The smtp method on an engine that cannot probe would be a verdict nobody checked, sold for
+ * 10 credits: refused before anything is reserved.
+ */
+export function requireUsableMethod(method: MethodName, canProbe: boolean): MethodName {
+  if (method === 'smtp' && !canProbe) {
+    throw invalidRequest(
+      'method',
+      'The smtp method is not available here: this service verifies offline (no mail server can be reached). Use quick or standard.',
+    );
+  }
+  return method;
 }

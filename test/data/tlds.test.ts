@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'tldts';
 import { describe, expect, it } from 'vitest';
+// @ts-expect-error: a plain .mjs build script without type declarations
 import { compileTlds, topLevelLabels } from '../../scripts/compile-tlds.mjs';
 import { icannTldLookup } from '../../src/checks/domain.js';
 

@@ -59,6 +59,29 @@ async function withAccount(
 }
 
 describe.each(STORES)('charging on the %s store', (_name, makeStore) => {
+  it('refuses the smtp method on an engine that cannot probe, before reserving anything', async () => {
+    const service = createService({ engine: createEngine({ offline: true }), store: makeStore() });
+    const { accountId, used } = await withAccount(service, 100);
+    const single = await refusal(
+      service.verify({ accountId }, 'a@example.org', { method: 'smtp' }),
+    );
+    expect([single.code, single.status, single.toJSON()]).toMatchObject([
+      'invalid_request',
+      400,
+      { field: 'method' },
+    ]);
+    const batch = await refusal(
+      service.submitBatch({ accountId }, { emails: ['a@example.org'], method: 'smtp' }),
+    );
+    expect([batch.code, batch.toJSON()]).toMatchObject(['invalid_request', { field: 'method' }]);
+    expect(await used()).toBe(0);
+    expect((await service.admin.getAccount(accountId)).credits).toMatchObject({
+      available: 100,
+      reserved: 0,
+    });
+    await service.store.close();
+  });
+
   describe('idempotency keys (defects 1 and 2)', () => {
     it('binds a key to its request: another address or method is 409, never a free verdict', async () => {
       const service = createService({

@@ -25,6 +25,7 @@ import {
   requireObject,
   requireOneOf,
   requireText,
+  requireUsableMethod,
 } from '../validate.js';
 import { requireCallbackUrl, type CallbackPolicy } from './callback-url.js';
 
@@ -170,6 +171,8 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
 
     const items = await classify(accountId, emails, method);
     const billable = items.reduce((n, item) => n + (item.billable ? 1 : 0), 0);
+    // Test addresses and filter matches need no engine; anything else needs one that can.
+    if (billable > 0) requireUsableMethod(method, engine.canProbe);
     const cost = engine.cost(method);
     const now = clock.now();
     const id = ctx.newId('batch');
