@@ -236,6 +236,10 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     async getAccount(id) {
       return accountFrom(guard(() => statements.account.get(id)));
     },
+    async listAccounts() {
+      const rows = guard(() => statements.accounts.all());
+      return rows.map((row) => accountFrom(row) as AccountRecord);
+    },
     async updateAccount(id, changes) {
       // Read and write in one transaction: another process's change is not lost between them.
       return guardWrite(() =>
@@ -483,6 +487,7 @@ function prepareStatements(db: Database.Database) {
        VALUES (?, ?, ?, ?, ?, ?)`,
     ),
     account: db.prepare('SELECT * FROM accounts WHERE id = ?'),
+    accounts: db.prepare('SELECT * FROM accounts ORDER BY created_at, id'),
     updateAccount: db.prepare(
       'UPDATE accounts SET email = ?, plan = ?, webhook_secret = ? WHERE id = ?',
     ),

@@ -242,6 +242,8 @@ export interface IpFilterPrefixes {
 export interface Store extends BatchStore {
   insertAccount(account: AccountRecord): Promise<void>;
   getAccount(id: string): Promise<AccountRecord | undefined>;
+  /** Every account, oldest first (ties by id): for the CLI's single-account files and admins. */
+  listAccounts(): Promise<readonly AccountRecord[]>;
   updateAccount(
     id: string,
     changes: Partial<Pick<AccountRecord, 'email' | 'plan' | 'webhookSecret'>>,

@@ -52,6 +52,8 @@ export interface NewAccount {
 export interface AccountAdmin {
   createAccount(input: NewAccount): Promise<AccountInfo>;
   getAccount(accountId: string): Promise<AccountInfo>;
+  /** Every account with its balance, oldest first. */
+  listAccounts(): Promise<readonly AccountInfo[]>;
   changePlan(accountId: string, plan: PlanName): Promise<AccountInfo>;
 }
 
@@ -107,6 +109,8 @@ export function createAccounts(ctx: ServiceContext): Accounts {
         return accountInfo(account);
       }),
     getAccount: (accountId) => answering(async () => accountInfo(await accountOf(ctx, accountId))),
+    listAccounts: () =>
+      answering(async () => Promise.all((await store.listAccounts()).map(accountInfo))),
     changePlan: (accountId, plan) =>
       answering(async () => {
         requireText(accountId, 'account_id');

@@ -171,6 +171,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     async getAccount(id) {
       return book(id)?.account;
     },
+    async listAccounts() {
+      open();
+      return [...books.values()]
+        .map(({ account }) => account)
+        .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    },
     async updateAccount(id, changes) {
       const found = book(id);
       if (found === undefined) return undefined;

@@ -425,7 +425,12 @@ const SLOTS: readonly Slot[] = [
 ];
 
 /** Entries that take no argument: nothing hostile to pass. */
-const WITHOUT_PARAMETERS = new Set(['admin.sweepHolds', 'service.start', 'service.stop']);
+const WITHOUT_PARAMETERS = new Set([
+  'admin.sweepHolds',
+  'admin.listAccounts',
+  'service.start',
+  'service.stop',
+]);
 
 /**
  * The batch endpoints (DESIGN 5.5, issue 12), called by name: they are typed in their own

@@ -33,6 +33,11 @@ export function storeContract(name: string, makeStore: () => Store | Promise<Sto
         expect(await store.updateAccount('acct_none', { plan: 'free' })).toBeUndefined();
       });
 
+      it('lists every account, oldest first', async () => {
+        expect((await store.listAccounts()).map((a) => a.id)).toEqual(['acct_a', 'acct_b']);
+        expect((await store.listAccounts())[0]).toEqual(account('acct_a'));
+      });
+
       it('refuses a second account with the same id', async () => {
         await expect(store.insertAccount(account('acct_a'))).rejects.toBeInstanceOf(StoreError);
       });
