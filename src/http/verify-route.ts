@@ -10,6 +10,7 @@ import {
 } from '../format/shapes.js';
 import type { Verdict } from '../engine/verdict.js';
 import { optional } from '../optional.js';
+import { ServiceError } from '../service/service-error.js';
 import type { Exchange } from './exchange.js';
 import { booleanParameter, readQuery } from './query.js';
 import { badRequest, HttpError, json, type Reply } from './responses.js';
@@ -53,13 +54,17 @@ export async function verifyRoute(exchange: Exchange): Promise<Reply> {
       ...optional('requestId', requestId),
     }));
   } catch (error) {
-    // The engine refuses the smtp method when it cannot reach mail servers (an offline
-    // server): the caller asked for something this server does not offer, not a bug.
-    if (method === 'smtp' && error instanceof TypeError) {
-      const field = shape.kind === 'b' ? 'smtp' : 'method';
+    // The service refuses the smtp method on an engine that cannot probe, naming `method`;
+    // in form B the caller asked for it with `smtp`, and is told to send smtp=false.
+    if (
+      shape.kind === 'b' &&
+      error instanceof ServiceError &&
+      error.code === 'invalid_request' &&
+      error.context.field === 'method'
+    ) {
       throw badRequest(
-        field,
-        `This server cannot probe mailboxes (it runs offline): use ${field === 'smtp' ? 'smtp=false' : 'method=standard'}.`,
+        'smtp',
+        'This server cannot probe mailboxes (it runs offline): send smtp=false.',
       );
     }
     throw error;

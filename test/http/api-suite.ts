@@ -116,6 +116,10 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
         });
         expect(smtp.status).toBe(400);
         expect(smtp.body).toMatchObject({ error: 'invalid_request', field: 'smtp' });
+        const formA = await client.call('/v1/verify?email=bob@example.org&method=smtp', {
+          headers: bearer(secret),
+        });
+        expect(formA.body).toMatchObject({ error: 'invalid_request', field: 'method' });
         expect((await snapshot()).credits).toEqual(before.credits);
         // Test addresses answer every method, the smtp one too, offline.
         const test = await client.call('/v1/verify?email=risky@example.com&smtp=true', {
