@@ -1,10 +1,27 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { METHOD_NAMES } from '../engine/methods.js';
+import {
+  creditsGrant,
+  filtersAdd,
+  filtersList,
+  filtersRemove,
+  keysCreate,
+  keysList,
+  keysRevoke,
+  keysRotate,
+  type FilterAddFlags,
+  type FilterListFlags,
+  type GrantFlags,
+  type KeyCreateFlags,
+  type KeyRotateFlags,
+} from './commands/admin.js';
 import { batchCommand, type BatchFlags } from './commands/batch.js';
+import { serveCommand, type ServeFlags } from './commands/serve.js';
 import { verifyCommand, type VerifyFlags } from './commands/verify.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { processIo, type CliIo } from './io.js';
+import { DEFAULT_DB, serviceFailure, type FileFlags } from './service-file.js';
 
 /** Our package.json: two folders up from src/cli/main.ts and from dist/cli/bin.js alike. */
 function version(): string {
@@ -12,14 +29,9 @@ function version(): string {
   return (JSON.parse(manifest) as { version: string }).version;
 }
 
-/** The flags of every command that verifies: method, DNS, SMTP, concurrency. */
-function withEngineFlags(command: Command): Command {
+/** How the engine reaches the world: DNS and SMTP settings, or none at all. */
+function withConnectionFlags(command: Command): Command {
   return command
-    .addOption(
-      new Option('-m, --method <method>', 'checks to run')
-        .choices(METHOD_NAMES)
-        .default('standard'),
-    )
     .option('--offline', 'no DNS at all: syntax, TLD and lists only')
     .option(
       '--dns-server <ip[:port]>',
@@ -31,8 +43,39 @@ function withEngineFlags(command: Command): Command {
     .option('--helo <name>', 'smtp: the name to greet with (EHLO)')
     .option('--mail-from <address>', 'smtp: the envelope sender of probes')
     .option('--smtp-port <port>', 'smtp: port of the mail hosts (default: 25)')
-    .option('--smtp-timeout <ms>', 'smtp: wait for each reply')
-    .option('--concurrency <domains>', 'domains verified at once (default: 50)');
+    .option('--smtp-timeout <ms>', 'smtp: wait for each reply');
+}
+
+/** The flags of every command that verifies: method, DNS, SMTP, concurrency. */
+function withEngineFlags(command: Command): Command {
+  return withConnectionFlags(
+    command.addOption(
+      new Option('-m, --method <method>', 'checks to run')
+        .choices(METHOD_NAMES)
+        .default('standard'),
+    ),
+  ).option('--concurrency <domains>', 'domains verified at once (default: 50)');
+}
+
+/** The flags of `serve`: where to listen, how the first account starts, and the engine's. */
+function withServeFlags(command: Command): Command {
+  return withConnectionFlags(
+    command
+      .option('--port <port>', 'port to listen on (0 picks a free one)', '8080')
+      .option(
+        '--host <address>',
+        'address to listen on (0.0.0.0 exposes it: a choice)',
+        '127.0.0.1',
+      )
+      .option('--base-url <url>', 'public URL of the API, for download_url')
+      .option(
+        '--trusted-proxy <cidr>',
+        'a reverse proxy whose X-Forwarded-For is believed (repeatable)',
+        collect,
+      )
+      .option('--owner-email <address>', "first start: the account's email", 'owner@example.com')
+      .option('--credits <n>', 'first start: credits the account gets', '1000'),
+  );
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {
@@ -86,6 +129,95 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     exitCode = await batchCommand(file, flags, io);
   });
 
+  const run =
+    <A extends unknown[]>(command: (...args: A) => Promise<ExitCode>) =>
+    async (...args: A) => {
+      exitCode = await command(...args);
+    };
+  const onFile = (command: Command) =>
+    command
+      .option('--db <path>', 'the SQLite file of the service', DEFAULT_DB)
+      .option('--account <id>', "the account (default: the file's only one)");
+
+  onFile(
+    withServeFlags(
+      program
+        .command('serve')
+        .description(
+          'serve the /v1 HTTP API on a SQLite file; the first start creates an account and prints its key once',
+        ),
+    ),
+  ).action(run((flags: ServeFlags) => serveCommand(flags, io)));
+
+  const keys = program.command('keys').description('API keys of the account');
+  onFile(keys.command('create').description('make a key; its secret is printed once'))
+    .option(
+      '--public',
+      'a public key (browsers), limited to verify and 10 requests a day per visitor',
+    )
+    .option('--name <name>', 'a name to tell it by')
+    .option(
+      '--allowed-ip <cidr>',
+      'private keys: an address or range it may be used from (repeatable)',
+      collect,
+    )
+    .option(
+      '--trusted-domain <host>',
+      'public keys: a page host that may use it, *.example.com for subdomains (repeatable)',
+      collect,
+    )
+    .action(run((flags: KeyCreateFlags) => keysCreate(flags, io)));
+  onFile(keys.command('list').description('list keys (never their secrets)'))
+    .option('--json', 'one JSON object per line')
+    .action(run((flags: FileFlags & { json?: boolean }) => keysList(flags, io)));
+  onFile(keys.command('revoke').description('stop a key at once').argument('<key-id>')).action(
+    run((id: string, flags: FileFlags) => keysRevoke(id, flags, io)),
+  );
+  onFile(
+    keys
+      .command('rotate')
+      .description('replace a key; the old one works --grace seconds more')
+      .argument('<key-id>'),
+  )
+    .option('--grace <seconds>', 'how long the old key keeps working (default: 0)')
+    .action(run((id: string, flags: KeyRotateFlags) => keysRotate(id, flags, io)));
+
+  const credits = program.command('credits').description('the credits ledger');
+  onFile(credits.command('grant').description('add credits to the account').argument('<amount>'))
+    .option('--note <text>', 'why, for the ledger')
+    .action(run((amount: string, flags: GrantFlags) => creditsGrant(amount, flags, io)));
+
+  const filters = program.command('filters').description('block and allow filters');
+  onFile(
+    filters
+      .command('add')
+      .description('block or allow an email, a domain or an IP range')
+      .argument('<value>'),
+  )
+    .addOption(
+      new Option('--type <type>', 'what the value is')
+        .choices(['email', 'domain', 'ip_address'])
+        .makeOptionMandatory(),
+    )
+    .addOption(
+      new Option('--action <action>', 'what a match does')
+        .choices(['block', 'allow'])
+        .makeOptionMandatory(),
+    )
+    .option('--reason <text>', 'why, shown with the filter')
+    .action(run((value: string, flags: FilterAddFlags) => filtersAdd(value, flags, io)));
+  onFile(filters.command('list').description('list filters, a page at a time'))
+    .addOption(
+      new Option('--type <type>', 'only this type').choices(['email', 'domain', 'ip_address']),
+    )
+    .option('--page <n>', 'page number (default 1)')
+    .option('--per-page <n>', 'filters a page (default 25, at most 100)')
+    .option('--json', 'the page as one JSON object')
+    .action(run((flags: FilterListFlags) => filtersList(flags, io)));
+  onFile(filters.command('rm').description('delete a filter').argument('<filter-id>')).action(
+    run((id: string, flags: FileFlags) => filtersRemove(id, flags, io)),
+  );
+
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
@@ -94,8 +226,9 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       // --help and --version end this way too, with exit code 0.
       return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (error instanceof UsageError) {
-      io.stderr.write(`mailverdict: ${error.message}\n`);
+    const usage = error instanceof UsageError ? error : serviceFailure(error);
+    if (usage !== undefined) {
+      io.stderr.write(`mailverdict: ${usage.message}\n`);
       return EXIT.usage;
     }
     io.stderr.write(`mailverdict: ${(error as Error).message}\n`);

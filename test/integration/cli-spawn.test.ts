@@ -136,4 +136,112 @@ describe('mailverdict CLI (spawned)', () => {
     expect(records.slice(0, 100).map((r) => r.input)).toEqual(lines.slice(0, 100));
     expect(run.stderr).toMatch(/Interrupted: 100 of 500 addresses read were verified and written/);
   });
+
+  it('serve: the first start creates an account and prints its key once; keys, credits and filters work on the file', async () => {
+    const db = join(dir, 'service.db');
+    const first = await serveOnce(db);
+    expect(first.key).toMatch(/^mv_sk_[0-9A-Za-z]{32,}$/);
+    expect(first.account).toMatchObject({ credits: { available: 1000 } });
+    const second = await serveOnce(db);
+    expect(second.key).toBeUndefined();
+
+    const made = await cli(['keys', 'create', '--db', db, '--name', 'ci']);
+    expect(made.code).toBe(0);
+    const secret = made.stdout.trim();
+    expect(secret).toMatch(/^mv_sk_/);
+    const listed = await cli(['keys', 'list', '--db', db, '--json']);
+    const keys = listed.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: string; name: string | null });
+    expect(keys.map((k) => k.name)).toEqual(['first key', 'ci']);
+    expect(listed.stdout).not.toContain(secret);
+    const ci = keys[1]?.id as string;
+    const rotated = await cli(['keys', 'rotate', ci, '--db', db, '--grace', '60']);
+    expect([rotated.code, rotated.stdout.trim()]).toEqual([0, expect.stringMatching(/^mv_sk_/)]);
+    expect((await cli(['keys', 'revoke', ci, '--db', db])).code).toBe(0);
+
+    const granted = await cli(['credits', 'grant', '250', '--db', db, '--note', 'top-up']);
+    expect(granted.stdout).toMatch(/available 1250/);
+    expect((await cli(['credits', 'grant', '-5', '--db', db])).code).toBe(2);
+
+    const added = await cli([
+      'filters',
+      'add',
+      'Spam.Example',
+      '--type',
+      'domain',
+      '--action',
+      'block',
+      '--db',
+      db,
+    ]);
+    expect(added.code).toBe(0);
+    const filter = JSON.parse(added.stdout) as { id: string; value: string };
+    expect(filter.value).toBe('spam.example');
+    const duplicate = await cli([
+      'filters',
+      'add',
+      'spam.example',
+      '--type',
+      'domain',
+      '--action',
+      'block',
+      '--db',
+      db,
+    ]);
+    expect(duplicate.code).toBe(2);
+    expect(duplicate.stderr).toMatch(/^mailverdict: /);
+    const page = await cli(['filters', 'list', '--db', db, '--json']);
+    expect(JSON.parse(page.stdout)).toMatchObject({ total: 1, filters: [{ id: filter.id }] });
+    expect((await cli(['filters', 'rm', filter.id, '--db', db])).code).toBe(0);
+    expect((await cli(['filters', 'rm', filter.id, '--db', db])).code).toBe(2);
+
+    // The key the first start printed works over HTTP: the account object.
+    expect((await serveOnce(db, first.key)).account).toMatchObject({
+      credits: { available: 1250 },
+    });
+  });
+
+  it('admin commands on a file without an account say what to do', async () => {
+    const run = await cli(['keys', 'list', '--db', join(dir, 'empty.db')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/has no account yet: start `mailverdict serve` once/);
+  });
 });
+
+/**
+ * Starts `mailverdict serve` on a free port, reads the key it prints (if any), asks for the
+ * account with it (or with `key`), and stops it with SIGTERM.
+ */
+async function serveOnce(db: string, key?: string) {
+  let resolveUrl: (url: string) => void = () => {};
+  const listening = new Promise<string>((resolve) => (resolveUrl = resolve));
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', BIN, 'serve', '--db', db, '--port', '0', '--offline'],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    const url = /Listening on (http:\/\/\S+) /.exec(stderr)?.[1];
+    if (url !== undefined) resolveUrl(url);
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  const url = await Promise.race([listening, exited.then(() => Promise.reject(new Error(stderr)))]);
+  const printed = stdout.trim() === '' ? undefined : stdout.trim();
+  const secret = key ?? printed;
+  const response = await fetch(`${url}/v1/account`, {
+    headers: { authorization: `Bearer ${secret}` },
+  });
+  const account = (await response.json()) as unknown;
+  child.kill('SIGTERM');
+  expect(await exited).toBe(0);
+  return { key: printed, account, stderr };
+}

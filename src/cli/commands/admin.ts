@@ -1,0 +1,208 @@
+import type { FilterAction, FilterType } from '../../ports/store.js';
+import type { KeyInfo } from '../../service/auth.js';
+import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
+import { line, type CliIo } from '../io.js';
+import { accountOf, withService, type FileFlags } from '../service-file.js';
+import { safeJson, table } from '../terminal.js';
+
+interface ListFlags extends FileFlags {
+  readonly json?: boolean;
+}
+
+const when = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString());
+
+function keyRow(key: KeyInfo): string[] {
+  const state =
+    key.revokedAt !== null
+      ? 'revoked'
+      : key.expiresAt !== null
+        ? `expires ${when(key.expiresAt)}`
+        : 'active';
+  return [
+    key.id,
+    key.kind,
+    `${key.displayPrefix}…${key.lastFour}`,
+    key.name ?? '',
+    state,
+    when(key.createdAt),
+  ];
+}
+
+function printKeys(io: CliIo, keys: readonly KeyInfo[], json: boolean | undefined): void {
+  if (json === true) {
+    for (const key of keys) line(io.stdout, safeJson(key));
+    return;
+  }
+  for (const text of table(['ID', 'KIND', 'KEY', 'NAME', 'STATE', 'CREATED'], keys.map(keyRow))) {
+    line(io.stdout, text);
+  }
+}
+
+export interface KeyCreateFlags extends FileFlags {
+  readonly public?: boolean;
+  readonly name?: string;
+  readonly allowedIp?: string[];
+  readonly trustedDomain?: string[];
+}
+
+/** `keys create`: the secret goes to stdout once, alone on its line, for a pipe to catch. */
+export async function keysCreate(flags: KeyCreateFlags, io: CliIo): Promise<ExitCode> {
+  return withService(flags, async (service) => {
+    const account = await accountOf(service, flags);
+    const { secret, key } = await service.admin.createKey(account.id, {
+      kind: flags.public === true ? 'public' : 'private',
+      ...(flags.name === undefined ? {} : { name: flags.name }),
+      ...(flags.allowedIp === undefined ? {} : { allowedIps: flags.allowedIp }),
+      ...(flags.trustedDomain === undefined ? {} : { trustedDomains: flags.trustedDomain }),
+    });
+    line(
+      io.stderr,
+      `Created ${key.kind} key ${key.id} for ${account.id}. The key is shown this once:`,
+    );
+    line(io.stdout, secret);
+    return EXIT.ok;
+  });
+}
+
+export async function keysList(flags: ListFlags, io: CliIo): Promise<ExitCode> {
+  return withService(flags, async (service) => {
+    const account = await accountOf(service, flags);
+    printKeys(io, await service.admin.listKeys(account.id), flags.json);
+    return EXIT.ok;
+  });
+}
+
+export async function keysRevoke(id: string, flags: FileFlags, io: CliIo): Promise<ExitCode> {
+  return withService(flags, async (service) => {
+    const account = await accountOf(service, flags);
+    const key = await service.admin.revokeKey(account.id, id);
+    line(io.stderr, `Revoked ${key.id} (${key.displayPrefix}…${key.lastFour}).`);
+    return EXIT.ok;
+  });
+}
+
+export interface KeyRotateFlags extends FileFlags {
+  readonly grace?: string;
+}
+
+export async function keysRotate(id: string, flags: KeyRotateFlags, io: CliIo): Promise<ExitCode> {
+  const grace = flags.grace === undefined ? undefined : Number(flags.grace);
+  if (grace !== undefined && !(Number.isInteger(grace) && grace >= 0)) {
+    throw new UsageError(
+      `--grace must be a whole number of seconds, got ${JSON.stringify(flags.grace)}`,
+    );
+  }
+  return withService(flags, async (service) => {
+    const account = await accountOf(service, flags);
+    const rotated = await service.admin.rotateKey(
+      account.id,
+      id,
+      grace === undefined ? {} : { graceSeconds: grace },
+    );
+    line(
+      io.stderr,
+      `Rotated ${id}: it ${grace ? `keeps working for ${grace} s` : 'stopped working'}; the new key ${rotated.key.id} is shown this once:`,
+    );
+    line(io.stdout, rotated.secret);
+    return EXIT.ok;
+  });
+}
+
+export interface GrantFlags extends FileFlags {
+  readonly note?: string;
+}
+
+export async function creditsGrant(
+  amount: string,
+  flags: GrantFlags,
+  io: CliIo,
+): Promise<ExitCode> {
+  const credits = Number(amount);
+  if (!Number.isSafeInteger(credits) || credits < 1) {
+    throw new UsageError(
+      `the amount must be a whole number of credits, got ${JSON.stringify(amount)}`,
+    );
+  }
+  return withService(flags, async (service) => {
+    const account = await accountOf(service, flags);
+    await service.admin.grantCredits(
+      account.id,
+      credits,
+      flags.note === undefined ? {} : { note: flags.note },
+    );
+    const balance = (await service.admin.getAccount(account.id)).credits;
+    line(
+      io.stdout,
+      `Granted ${credits} credits to ${account.id}: available ${balance.available}, reserved ${balance.reserved}, used ${balance.used}, total ${balance.total}.`,
+    );
+    return EXIT.ok;
+  });
+}
+
+export interface FilterAddFlags extends FileFlags {
+  readonly type: FilterType;
+  readonly action: FilterAction;
+  readonly reason?: string;
+}
+
+export async function filtersAdd(
+  value: string,
+  flags: FilterAddFlags,
+  io: CliIo,
+): Promise<ExitCode> {
+  return withService(flags, async (service) => {
+    const account = await accountOf(service, flags);
+    const filter = await service.createFilter(
+      { accountId: account.id },
+      {
+        value,
+        type: flags.type,
+        action: flags.action,
+        ...(flags.reason === undefined ? {} : { reason: flags.reason }),
+      },
+    );
+    line(io.stdout, safeJson(filter));
+    return EXIT.ok;
+  });
+}
+
+export interface FilterListFlags extends ListFlags {
+  readonly type?: FilterType;
+  readonly page?: string;
+  readonly perPage?: string;
+}
+
+export async function filtersList(flags: FilterListFlags, io: CliIo): Promise<ExitCode> {
+  return withService(flags, async (service) => {
+    const account = await accountOf(service, flags);
+    const list = await service.listFilters(
+      { accountId: account.id },
+      {
+        ...(flags.type === undefined ? {} : { type: flags.type }),
+        ...(flags.page === undefined ? {} : { page: Number(flags.page) }),
+        ...(flags.perPage === undefined ? {} : { perPage: Number(flags.perPage) }),
+      },
+    );
+    if (flags.json === true) {
+      line(io.stdout, safeJson(list));
+      return EXIT.ok;
+    }
+    const rows = list.filters.map((f) => [f.id, f.type, f.value, f.action, f.reason ?? '']);
+    for (const text of table(['ID', 'TYPE', 'VALUE', 'ACTION', 'REASON'], rows))
+      line(io.stdout, text);
+    line(
+      io.stderr,
+      `Page ${list.page} of ${Math.max(1, Math.ceil(list.total / list.perPage))} (${list.total} filters).`,
+    );
+    return EXIT.ok;
+  });
+}
+
+export async function filtersRemove(id: string, flags: FileFlags, io: CliIo): Promise<ExitCode> {
+  return withService(flags, async (service) => {
+    const account = await accountOf(service, flags);
+    await service.deleteFilter({ accountId: account.id }, id);
+    line(io.stderr, `Deleted filter ${id}.`);
+    return EXIT.ok;
+  });
+}
