@@ -12,7 +12,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { createEngine, createMemoryStore, createService, type Store } from '../src/index.js';
+import { createEngine, type Store } from '../src/index.js';
+import { createMemoryStore, createService } from '../src/service.js';
 import { createSqliteStore } from '../src/sqlite.js';
 
 export interface ThroughputRow {

@@ -9,7 +9,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEngine, createMemoryStore, createService } from '../src/index.js';
+import { createEngine } from '../src/index.js';
+import { createMemoryStore, createService } from '../src/service.js';
 import { serve } from '../src/node.js';
 import { createSqliteStore } from '../src/sqlite.js';
 

@@ -3,7 +3,8 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import express, { type RequestHandler } from 'express';
-import { createEngine, createMemoryStore, createService } from 'mailverdict';
+import { createEngine } from 'mailverdict';
+import { createMemoryStore, createService } from 'mailverdict/service';
 import { createHandler, withRemoteAddress, type FetchHandler } from 'mailverdict/http';
 
 /** Express middleware serving a fetch handler. */

@@ -2,7 +2,8 @@
 // raw Request and returns its Response. Runs the same on Bun, Deno, Cloudflare Workers and
 // Node (with @hono/node-server, or mailverdict/node's createNodeListener as here).
 import { Hono } from 'hono';
-import { createEngine, createMemoryStore, createService } from 'mailverdict';
+import { createEngine } from 'mailverdict';
+import { createMemoryStore, createService } from 'mailverdict/service';
 import { createHandler } from 'mailverdict/http';
 
 export const service = createService({

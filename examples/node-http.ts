@@ -2,7 +2,8 @@
 // createNodeListener. The client IP is the socket's peer address; X-Forwarded-For is read only
 // from the proxies named in trustedProxies.
 import { createServer } from 'node:http';
-import { createEngine, createService } from 'mailverdict';
+import { createEngine } from 'mailverdict';
+import { createService } from 'mailverdict/service';
 import { createHandler } from 'mailverdict/http';
 import { createNodeListener, serve } from 'mailverdict/node';
 import { createSqliteStore } from 'mailverdict/sqlite';

@@ -16,6 +16,8 @@ const INLINE = new Set(['lru-cache', 'punycode']);
 export const ENTRY_POINTS = {
   index: 'src/index.ts',
   parse: 'src/parse.ts',
+  service: 'src/service.ts',
+  smtp: 'src/smtp.ts',
   testing: 'src/testing.ts',
   sqlite: 'src/sqlite.ts',
   http: 'src/http.ts',
