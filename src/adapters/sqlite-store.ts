@@ -757,7 +757,10 @@ interface RateWindow {
  * Group commit for rate counts. Authenticating counts a request in its key's minute and day
  * windows: two upserts, each its own commit, were most of an authenticated verify's cost. The
  * counts of every request in one turn of the event loop go into one IMMEDIATE transaction,
- * committed once the turn's callbacks have run (process.nextTick after the microtasks).
+ * committed once the turn's callbacks have run (setImmediate: after every I/O callback of the
+ * poll phase, so that the requests of all the sockets that were readable share one commit; on
+ * process.nextTick each HTTP request, arriving in a callback of its own, had its own commit:
+ * 7,400 verifies/s over HTTP instead of 17,500, measured with 50 connections).
  * A count is answered once committed, so a request is admitted only on a durable count, and
  * counting stays exact between processes, since the write lock is held from the first count
  * to the commit. Every other write (ledger commits, accounts, keys, filters, batch work) first
@@ -791,7 +794,7 @@ function rateWindow(db: Database.Database): RateWindow {
       if (!open) {
         begin.run();
         open = true;
-        process.nextTick(close);
+        setImmediate(close);
       }
       return work();
     },
