@@ -1,3 +1,5 @@
+import { boundedMemo } from '../address/memo.js';
+
 /**
  * Short ids of mailbox providers and mail gateways, recognized by the suffix of an MX host.
  * Matched on whole labels, so `evilgoogle.com` is not `google`.
@@ -33,7 +35,14 @@ const PROVIDER_SUFFIXES: ReadonlyArray<readonly [suffix: string, provider: strin
 
 /** The provider id for an MX host name, or null when it is not one we know. */
 export function providerOf(mxHost: string | null | undefined): string | null {
-  if (!mxHost) return null;
+  return mxHost ? knownProvider(mxHost) : null;
+}
+
+// A batch asks about the same few MX hosts again and again: a suffix scan each time was 4.5%
+// of a verifyMany over cached DNS answers (bench/, a profile of 50,000 addresses).
+const knownProvider = boundedMemo(scanSuffixes);
+
+function scanSuffixes(mxHost: string): string | null {
   const host = mxHost.toLowerCase();
   for (const [suffix, provider] of PROVIDER_SUFFIXES) {
     if (host === suffix) return provider;

@@ -41,6 +41,14 @@ export interface VerifyManyIterator extends AsyncIterableIterator<VerifyManyResu
 export const VERIFY_MANY_CONCURRENCY = 50;
 export const VERIFY_MANY_PER_DOMAIN = 50;
 
+/**
+ * MX lookups started ahead of their domain's turn, per domain slot. Bench/, 50,000 addresses
+ * over 1,000 domains at 1 ms of DNS latency, 5 domain slots: one lookup ahead per slot took
+ * 2.40x the ideal of domains x latency / slots, four took 1.40x. A lookup ahead is one UDP
+ * query whose answer the DNS cache keeps.
+ */
+const PREFETCH_PER_SLOT = 4;
+
 /** Addresses read ahead of the work, at least: enough to find the next domains to start. */
 const MIN_LOOKAHEAD = 1_024;
 
@@ -319,13 +327,13 @@ class VerifyManyRun implements VerifyManyIterator {
   }
 
   /**
-   * Looks up the MX of domains still waiting for a slot, as many at once as there are domain
-   * slots: while the current domains verify, the next ones' answers are on their way.
+   * Looks up the MX of domains still waiting for a slot, PREFETCH_PER_SLOT per domain slot:
+   * while the current domains verify, the next ones' answers are on their way.
    */
   #prefetch(): void {
     const prefetch = this.#io.prefetch;
     if (prefetch === undefined) return;
-    while (this.#prefetching < this.#concurrency && this.#toPrefetch.size > 0) {
+    while (this.#prefetching < this.#concurrency * PREFETCH_PER_SLOT && this.#toPrefetch.size > 0) {
       const group = this.#toPrefetch.shift() as DomainGroup;
       const address = group.addresses.peek();
       if (group.active || address === undefined) continue;
