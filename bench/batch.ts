@@ -4,14 +4,14 @@
  * each job in a fresh process so that its peak RSS is its own; then its download streamed in
  * each format, with the heap it grew by while streaming.
  */
-import { execFile, fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { VERIFY_MANY_CONCURRENCY } from '../src/engine/verify-many.js';
+import { startDnsChild } from './dns-process.js';
 
 const SIZE = Number(process.env.BATCH_BENCH_SIZE ?? 50_000);
 const DOMAINS = Number(process.env.BATCH_BENCH_DOMAINS ?? 5_000);
@@ -34,27 +34,6 @@ export interface BatchRow {
   readonly peakRssMb: number;
   readonly rssBeforeMb: number;
   readonly downloads: readonly Download[];
-}
-
-async function startDnsChild(domains: number, latencyMs: number) {
-  const child: ChildProcess = fork(
-    fileURLToPath(new URL('./dns-child.ts', import.meta.url)),
-    [JSON.stringify({ domains, latencyMs })],
-    { execArgv: ['--import', 'tsx'] },
-  );
-  const [ready] = (await once(child, 'message')) as [{ address: string }];
-  return {
-    address: ready.address,
-    async mxQueries(): Promise<number> {
-      child.send('count');
-      const [reply] = (await once(child, 'message')) as [{ mxQueries: number }];
-      return reply.mxQueries;
-    },
-    stop: () => {
-      child.disconnect();
-      return once(child, 'exit');
-    },
-  };
 }
 
 export async function batchBench(): Promise<BatchRow[]> {

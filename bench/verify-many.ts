@@ -4,10 +4,8 @@
  * concurrency against a loopback DNS server that answers after a set latency. Memory is
  * sampled while a generator streams the addresses, to show it does not grow with the input.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { createEngine, type Engine } from '../src/index.js';
+import { startDnsChild } from './dns-process.js';
 
 const OFFLINE_SIZE = Number(process.env.VERIFY_MANY_BENCH_SIZE ?? 1_000_000);
 const ROUNDS = Number(process.env.VERIFY_MANY_BENCH_ROUNDS ?? 3);
@@ -51,28 +49,6 @@ async function drain(results: AsyncIterable<unknown>): Promise<number> {
   let count = 0;
   for await (const result of results) if (result !== undefined) count++;
   return count;
-}
-
-/** The DNS server in a child process, so that its latency timers do not share our loop. */
-async function startDnsChild(domains: number, latencyMs: number) {
-  const child: ChildProcess = fork(
-    fileURLToPath(new URL('./dns-child.ts', import.meta.url)),
-    [JSON.stringify({ domains, latencyMs })],
-    { execArgv: ['--import', 'tsx'] },
-  );
-  const [ready] = (await once(child, 'message')) as [{ address: string }];
-  return {
-    address: ready.address,
-    async mxQueries(): Promise<number> {
-      child.send('count');
-      const [reply] = (await once(child, 'message')) as [{ mxQueries: number }];
-      return reply.mxQueries;
-    },
-    stop: () => {
-      child.disconnect();
-      return once(child, 'exit');
-    },
-  };
 }
 
 async function offlineRows(): Promise<OfflineRow[]> {

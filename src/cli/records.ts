@@ -1,6 +1,6 @@
 import { stringify } from 'csv-stringify/sync';
 import type { Verdict } from '../engine/verdict.js';
-import { toDetailed, type DetailedResult } from '../format/shapes.js';
+import { DETAILED_FIELDS, toDetailed, type DetailedResult } from '../format/shapes.js';
 import { safeJson } from './terminal.js';
 
 /** What the CLI writes for one address: the input as given, the verdict, and why. */
@@ -31,7 +31,8 @@ export const NDJSON: RecordFormat = {
   line: (record) => `${safeJson(record)}\n`,
 };
 
-const CSV_COLUMNS = [
+/** What a reader scans first, then the rest of the detailed shape in its own order. */
+const LEADING_COLUMNS = [
   'input',
   'email',
   'state',
@@ -39,19 +40,11 @@ const CSV_COLUMNS = [
   'score',
   'risk_factors',
   'error',
-  'domain',
-  'user',
-  'mx_record',
-  'smtp_provider',
-  'disposable',
-  'role',
-  'free',
-  'catch_all',
-  'mailbox_full',
-  'no_reply',
-  'did_you_mean',
-  'duration',
 ] as const;
+const CSV_COLUMNS: readonly (keyof CliRecord)[] = [
+  ...LEADING_COLUMNS,
+  ...DETAILED_FIELDS.filter((field) => !(LEADING_COLUMNS as readonly string[]).includes(field)),
+];
 
 /**
  * CSV (RFC 4180, via csv-stringify): risk factors joined by `;`, the error as its code and
@@ -60,7 +53,7 @@ const CSV_COLUMNS = [
  */
 export function csvFormat(escape: (text: string) => string = (text) => text): RecordFormat {
   return {
-    header: stringify([CSV_COLUMNS as unknown as string[]]),
+    header: stringify([[...CSV_COLUMNS]]),
     line(record) {
       const cells = CSV_COLUMNS.map((column) => {
         const value = record[column];

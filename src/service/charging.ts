@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { firstAnswer } from './idempotency.js';
 import type { ParseResult } from '../address/parse.js';
 import { FILTER_VERDICTS, fixedVerdict } from '../engine/fixed-verdict.js';
 import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
@@ -7,7 +8,6 @@ import { UNKNOWN_REASONS, type Verdict } from '../engine/verdict.js';
 import type {
   CreditBalance,
   IdempotencyChange,
-  IdempotencyRecord,
   LedgerCommit,
   LedgerCommitOutcome,
   LedgerEntry,
@@ -129,7 +129,7 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
     const outcome = await store.commitLedger(accountId, request, clock.now());
     if (outcome.ok) return undefined;
     if (outcome.code === 'idempotency_taken') {
-      return firstAnswer(outcome.record, (idem as Idempotency).fingerprint);
+      return firstAnswer<ServiceVerifyResult>(outcome.record, (idem as Idempotency).fingerprint);
     }
     throw refusalError(outcome);
   }
@@ -271,7 +271,7 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
           const fingerprint = fingerprintOf(method, parsed.ok ? emailKey(parsed) : email);
           const held = await store.idempotencyRecord(accountId, key, clock.now());
           if (held !== undefined && !(held.answer === null && held.leaseUntil <= clock.now())) {
-            return firstAnswer(held, fingerprint);
+            return firstAnswer<ServiceVerifyResult>(held, fingerprint);
           }
           idem = { key, fingerprint, attempt: randomBase62(16, ctx.random) };
         }
@@ -320,25 +320,6 @@ function closing(reservation: string, verdict: Verdict, cost: number): LedgerReq
 /** Digest of what makes two requests the same request: method and normalized address. */
 function fingerprintOf(method: MethodName, address: string): string {
   return createHash('sha256').update(`verify\u0000${method}\u0000${address}`).digest('base64url');
-}
-
-/** What a key already bound answers a request: its first answer, or a 409. */
-function firstAnswer(record: IdempotencyRecord, fingerprint: string): ServiceVerifyResult {
-  if (record.fingerprint !== fingerprint) {
-    throw new ServiceError(
-      'idempotency_conflict',
-      'This idempotency key was used for a different request within the last 24 hours.',
-      { field: 'request_id' },
-    );
-  }
-  if (record.answer === null) {
-    throw new ServiceError(
-      'request_in_progress',
-      'The first request with this idempotency key is still running; retry shortly.',
-      { field: 'request_id' },
-    );
-  }
-  return JSON.parse(record.answer) as ServiceVerifyResult;
 }
 
 /** A ledger outcome as a receipt, or its refusal as the ServiceError a caller is answered. */

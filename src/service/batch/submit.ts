@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { firstAnswer } from '../idempotency.js';
 import type { ParseResult } from '../../address/parse.js';
 import { FILTER_VERDICTS, fixedVerdict } from '../../engine/fixed-verdict.js';
 import { METHOD_NAMES, type MethodName } from '../../engine/methods.js';
@@ -7,7 +8,6 @@ import type { Verdict } from '../../engine/verdict.js';
 import { toDetailed } from '../../format/shapes.js';
 import type {
   FilterAction,
-  IdempotencyRecord,
   JobRecord,
   JobResult,
   LedgerCommit,
@@ -166,7 +166,7 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
     const fingerprint = requestId === undefined ? '' : fingerprintOf(method, callbackUrl, emails);
     if (requestId !== undefined) {
       const held = await store.idempotencyRecord(accountId, requestId, clock.now());
-      if (held !== undefined) return firstAnswer(held, fingerprint);
+      if (held !== undefined) return firstAnswer<BatchCreated>(held, fingerprint);
     }
 
     const items = await classify(accountId, emails, method);
@@ -233,7 +233,8 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
     };
     const outcome = await store.createJob(job, items, commit, now);
     if (!outcome.ok) {
-      if (outcome.code === 'idempotency_taken') return firstAnswer(outcome.record, fingerprint);
+      if (outcome.code === 'idempotency_taken')
+        return firstAnswer<BatchCreated>(outcome.record, fingerprint);
       if (outcome.code === 'insufficient_credits') {
         throw new ServiceError(
           'insufficient_credits',
@@ -282,20 +283,4 @@ function fingerprintOf(method: string, callbackUrl: string | null, emails: reado
   const hash = createHash('sha256').update(`batch\u0000${method}\u0000${callbackUrl ?? ''}`);
   for (const email of emails) hash.update(`\u0000${email}`);
   return hash.digest('base64url');
-}
-
-function firstAnswer(record: IdempotencyRecord, fingerprint: string): BatchCreated {
-  if (record.fingerprint !== fingerprint) {
-    throw new ServiceError(
-      'idempotency_conflict',
-      'This idempotency key was used for a different request within the last 24 hours.',
-      { field: 'request_id' },
-    );
-  }
-  if (record.answer === null) {
-    throw new ServiceError('request_in_progress', 'The first request with this key is running.', {
-      field: 'request_id',
-    });
-  }
-  return JSON.parse(record.answer) as BatchCreated;
 }
