@@ -17,20 +17,23 @@ export function chromiumAvailable(): boolean {
 /**
  * Headless Chromium as this machine allows it: no sandbox (we run as root), and none of its
  * background connections to Google's hosts, which a closed network refuses by the dozen.
- * Playwright gives each launch a fresh, temporary profile.
  */
+export const CHROMIUM_ARGS: readonly string[] = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** A fresh browser; Playwright gives each launch a temporary profile. */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+    args: [...CHROMIUM_ARGS],
   });
 }

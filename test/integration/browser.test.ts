@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,6 +7,7 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHandler } from '../../src/http/handler.js';
 import { createNodeListener } from '../../src/http/node-server.js';
+import { CHROMIUM_ARGS, CHROMIUM_PATH, chromiumAvailable } from '../helpers/chromium.js';
 import { apiFixture } from '../http/helpers.js';
 
 /**
@@ -16,15 +17,9 @@ import { apiFixture } from '../http/helpers.js';
  * origin is refused: the server answers 403 and the browser does not let the page read it.
  * Both origins are names that chromium's resolver maps to 127.0.0.1: nothing leaves loopback.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const TRUSTED_HOST = 'app.mailverdict.test';
 const UNTRUSTED_HOST = 'evil.attacker.test';
-const runnable = existsSync(CHROMIUM) || process.env.CI !== undefined;
-if (!runnable) {
-  console.warn(
-    `browser test skipped: ${CHROMIUM} is absent (apt-get install -y chromium); CI always runs it`,
-  );
-}
+const runnable = chromiumAvailable();
 
 const PAGE = `<!doctype html>
 <html><head><meta charset="utf-8"><title>signup</title></head>
@@ -83,17 +78,10 @@ describe.skipIf(!runnable)('a browser page with a public key', () => {
     pagePort = await listen(pages);
     profile = mkdtempSync(join(tmpdir(), 'mailverdict-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
+      executablePath: CHROMIUM_PATH,
       headless: true,
       args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
+        ...CHROMIUM_ARGS,
         `--host-resolver-rules=MAP ${TRUSTED_HOST} 127.0.0.1, MAP ${UNTRUSTED_HOST} 127.0.0.1`,
       ],
     });
