@@ -1,7 +1,8 @@
 /**
  * mailverdict/smtp: the SMTP probe client on its own entry, so that engines that never probe
- * never load it (DESIGN 8): the node:net/node:tls prober and its limits, and the pure parts it
- * is made of (reply reader, classification table, session state machine, command encoder).
+ * never load it (DESIGN 8): the node:net/node:tls prober, its limits and SOCKS5 egress, and
+ * the pure parts it is made of (reply reader, classification table, session state machine,
+ * command encoder).
  * `createEngine` loads the prober by itself on the first smtp verification.
  */
 export {
@@ -19,6 +20,9 @@ export {
   SMTP_PORT,
 } from './adapters/node-smtp.js';
 export type { NodeSmtpOptions } from './adapters/node-smtp.js';
+export { MAX_CONNECTIONS_PER_PROXY } from './adapters/socks-connect.js';
+export { parseProxyUrl } from './smtp/proxy-url.js';
+export type { ProxySpec } from './smtp/proxy-url.js';
 export { batchProbes, CATCH_ALL_TTL_MS } from './engine/probe-batcher.js';
 export type { ProbeBatcherOptions } from './engine/probe-batcher.js';
 export { classifyRcpt, classifySession } from './smtp/classify.js';

@@ -20,6 +20,8 @@ import {
   type SessionFailure,
 } from '../smtp/session.js';
 import { isPublicAddress } from '../smtp/target-policy.js';
+import { parseProxyUrls } from '../smtp/proxy-url.js';
+import { MAX_CONNECTIONS_PER_PROXY, ProxyPool } from './socks-connect.js';
 
 /** Named defaults, each overridden by the option of the same meaning. */
 export const SMTP_PORT = 25;
@@ -60,6 +62,14 @@ export interface NodeSmtpOptions {
   readonly recipientsPerTransaction?: number;
   /** How many MX hosts one probe tries, in order, when a host cannot be reached or says 421. */
   readonly maxHostsPerProbe?: number;
+  /**
+   * SOCKS5 proxies to probe through (`socks5://[user:pass@]host:port`), for machines whose
+   * port 25 is blocked. Each session takes the least busy proxy. Checked when the prober is
+   * created: a bad URL throws a TypeError naming it (password hidden).
+   */
+  readonly proxies?: readonly string[];
+  /** Simultaneous sessions through one proxy. */
+  readonly maxConnectionsPerProxy?: number;
   /** Connect to loopback, private, link-local and other non-public addresses (tests only). */
   readonly allowPrivateNetworks?: boolean;
   /** Resolves an MX host name to IP addresses. Default: none found (set by createEngine). */
@@ -68,9 +78,13 @@ export interface NodeSmtpOptions {
   readonly onWarning?: (message: string) => void;
 }
 
-type Resolved = Required<Omit<NodeSmtpOptions, 'tls' | 'onWarning'>> & {
+type Resolved = Required<
+  Omit<NodeSmtpOptions, 'tls' | 'onWarning' | 'proxies' | 'maxConnectionsPerProxy'>
+> & {
   readonly startTls: boolean;
   readonly rejectUnauthorized: boolean;
+  /** Absent when probes connect directly. */
+  readonly proxies: ProxyPool | undefined;
 };
 
 /**
@@ -135,8 +149,15 @@ function resolveOptions(options: NodeSmtpOptions): Resolved {
     ),
     maxHostsPerProbe: Math.max(1, options.maxHostsPerProbe ?? MAX_HOSTS_PER_PROBE),
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+    proxies: proxyPool(options),
     resolveHost: options.resolveHost ?? (() => Promise.resolve([])),
   };
+}
+
+function proxyPool(options: NodeSmtpOptions): ProxyPool | undefined {
+  const proxies = parseProxyUrls(options.proxies ?? []);
+  if (proxies.length === 0) return undefined;
+  return new ProxyPool(proxies, options.maxConnectionsPerProxy ?? MAX_CONNECTIONS_PER_PROXY);
 }
 
 async function probe(
@@ -248,7 +269,28 @@ async function sessionOnHost(
   });
   const release = await limits.acquire(target, signal);
   try {
-    await runSession(session, target, host, options, countConnection, signal);
+    if (options.proxies === undefined) {
+      await runSession(session, target, host, options, countConnection, signal);
+    } else {
+      // The target was checked by the policy already: the proxy is only asked for that IP.
+      countConnection();
+      const opened = await options.proxies.open(
+        target,
+        options.port,
+        options.connectTimeoutMs,
+        signal,
+      );
+      if (opened.kind === 'failed') {
+        // The proxy's failure, never the mailbox's answer: unknown for every recipient.
+        session.onError(opened.failure);
+      } else {
+        try {
+          await runSession(session, target, host, options, () => {}, signal, opened.socket);
+        } finally {
+          opened.release();
+        }
+      }
+    }
   } finally {
     release();
   }
@@ -312,10 +354,11 @@ function runSession(
   options: Resolved,
   countConnection: () => void,
   signal: AbortSignal | undefined,
+  proxied?: Socket,
 ): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const reader = new ReplyReader(options.maxReplyBytes);
-    let socket: Socket | TLSSocket = new Socket();
+    let socket: Socket | TLSSocket = proxied ?? new Socket();
     let phaseTimer: NodeJS.Timeout | undefined;
     let finished = false;
     countConnection();
@@ -384,9 +427,10 @@ function runSession(
       }
     }
 
-    function onData(chunk: string): void {
+    function onData(chunk: string | Buffer): void {
       const reading = socket;
-      const batch = reader.feed(chunk);
+      // Bytes that came with the proxy's CONNECT reply are handed over as a Buffer.
+      const batch = reader.feed(typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
       for (const reply of batch.replies) {
         if (finished || session.done) break;
         clearTimeout(phaseTimer);
@@ -432,6 +476,10 @@ function runSession(
     socket.on('error', () => fail(socket.connecting ? 'no_connect' : 'closed'));
     socket.on('close', () => fail('closed'));
     socket.on('data', onData);
+    if (proxied !== undefined) {
+      arm(options.bannerTimeoutMs, 'timeout');
+      return;
+    }
     arm(options.connectTimeoutMs, 'no_connect');
     socket.connect({ host: address, port: options.port }, () => {
       arm(options.bannerTimeoutMs, 'timeout');
