@@ -5,6 +5,8 @@
  */
 export { createHandler } from './http/handler.js';
 export type { FetchHandler, HandlerOptions } from './http/handler.js';
+export type { OperationsOptions } from './http/operations.js';
+export type { MetricsEndpoint, Observer } from './ports/observer.js';
 export type { HandlerRequest } from './http/exchange.js';
 export { REMOTE_ADDRESS, resolveClientIp, withRemoteAddress } from './http/client-ip.js';
 export { PREFLIGHT_MAX_AGE_S } from './http/cors.js';

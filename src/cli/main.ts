@@ -74,7 +74,8 @@ function withServeFlags(command: Command): Command {
         collect,
       )
       .option('--owner-email <address>', "first start: the account's email", 'owner@example.com')
-      .option('--credits <n>', 'first start: credits the account gets', '1000'),
+      .option('--credits <n>', 'first start: credits the account gets', '1000')
+      .option('--no-metrics', 'no GET /metrics (Prometheus text; on by default)'),
   );
 }
 

@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { Dns, MxAnswer } from '../ports/dns.js';
+import type { DnsLookupKind, Observer } from '../ports/observer.js';
 import { createClockedLru } from '../cache/clocked-lru.js';
 import { optional } from '../optional.js';
 import { raceAbort } from './abortable.js';
@@ -14,6 +15,8 @@ export interface CachedDnsOptions {
   /** Most domains kept. Default 10,000. */
   readonly maxEntries?: number;
   readonly clock?: Clock;
+  /** Told of each query sent to `inner` and each lookup answered without one. */
+  readonly observer?: Pick<Observer, 'onDnsQuery' | 'onDnsCacheHit'>;
 }
 
 /**
@@ -27,6 +30,7 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
   const negativeTtl = options.negativeTtlMs ?? 60_000;
   const failureTtl = options.failureTtlMs ?? 10_000;
   const max = options.maxEntries ?? 10_000;
+  const { observer } = options;
 
   /**
    * One lookup function with its own cache: a kept answer is returned as is, and concurrent
@@ -35,6 +39,7 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
    * its own deadline.
    */
   function cached<V extends NonNullable<unknown>>(
+    kind: DnsLookupKind,
     lookup: (key: string) => Promise<V>,
     ttlFor: (answer: V) => number,
   ): (key: string, signal?: AbortSignal) => Promise<V> {
@@ -44,9 +49,15 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
       if (signal?.aborted) return Promise.reject(signal.reason as Error);
       const key = name.toLowerCase();
       const kept = cache.get(key);
-      if (kept !== undefined) return Promise.resolve(kept);
+      if (kept !== undefined) {
+        observer?.onDnsCacheHit?.(kind);
+        return Promise.resolve(kept);
+      }
       let pending = inFlight.get(key);
-      if (pending === undefined) {
+      if (pending !== undefined) {
+        observer?.onDnsCacheHit?.(kind);
+      } else {
+        observer?.onDnsQuery?.(kind);
         pending = lookup(key).then(
           (answer) => {
             inFlight.delete(key);
@@ -82,12 +93,13 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
   const innerAddresses = inner.addresses?.bind(inner);
   return {
     ...optional('health', inner.health?.bind(inner)),
-    mx: cached((domain) => inner.mx(domain), mxTtl),
+    mx: cached('mx', (domain) => inner.mx(domain), mxTtl),
     // Every SMTP session resolves its MX host: a batch over one domain opens many sessions.
     // No addresses may mean a failed lookup, so an empty answer is kept like a failure.
     ...optional(
       'addresses',
-      innerAddresses && cached(innerAddresses, (list) => (list.length > 0 ? ttl : failureTtl)),
+      innerAddresses &&
+        cached('addresses', innerAddresses, (list) => (list.length > 0 ? ttl : failureTtl)),
     ),
   };
 }

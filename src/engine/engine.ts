@@ -13,6 +13,7 @@ import { createCanaryDns, type DnsCanaryOptions } from '../dns/canary-dns.js';
 import { offlineDns } from '../dns/offline-dns.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { Dns, DnsHealth } from '../ports/dns.js';
+import type { Observer } from '../ports/observer.js';
 import type { SmtpProber } from '../ports/smtp.js';
 import { optional } from '../optional.js';
 import { batchProbes } from './probe-batcher.js';
@@ -79,6 +80,11 @@ export interface EngineOptions {
    * replaces the disposable checker (then pass `disposable({ allow })` there).
    */
   readonly disposableAllow?: Iterable<string>;
+  /**
+   * Told of every verdict, of the default DNS cache's queries and hits, and of SMTP probes
+   * (metrics: adapters/prometheus.ts). Default none, at no cost.
+   */
+  readonly observer?: Observer;
 }
 
 export interface VerifyOptions {
@@ -129,6 +135,8 @@ export interface Engine {
    * for an injected Dns without a canary, and until an answer needed checking.
    */
   dnsHealth(): DnsHealth;
+  /** The observer the engine was built with: a service built over it reports to it too. */
+  readonly observer?: Observer;
 }
 
 /**
@@ -141,8 +149,12 @@ export interface Engine {
  */
 export function createEngine(options: EngineOptions = {}): Engine {
   const clock = options.clock ?? systemClock;
+  const { observer } = options;
   const dns = options.dns ?? (options.offline === true ? offlineDns() : defaultDns(options, clock));
-  const smtp = options.smtp ?? (options.offline === true ? undefined : defaultProber(options, dns));
+  const smtp = observedProber(
+    options.smtp ?? (options.offline === true ? undefined : defaultProber(options, dns)),
+    observer,
+  );
   const ports: CheckPorts =
     smtp === undefined
       ? { dns }
@@ -157,6 +169,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
   });
   const parseOptions = options.parse;
   const context: EngineContext = { ports, clock, parseOptions, paths: FindingPath.root() };
+  const onVerdict = observer?.onVerdict?.bind(observer);
+  // Without an observer the verifications run as they are: not even a call is added.
+  const verification: typeof run =
+    onVerdict === undefined ? run : (...args) => reported(run(...args), onVerdict);
 
   function methodOf(name: MethodName = 'standard'): Method {
     // hasOwn, not `in`: 'toString' must be as unknown as 'deep'.
@@ -189,6 +205,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   }
 
   const engine: Engine = {
+    ...optional('observer', observer),
     methods,
     dns,
     canProbe,
@@ -203,7 +220,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
           'verifySync needs an offline engine (offline: true) and a method without SMTP',
         );
       }
-      const verdict = run(address, method, context, undefined);
+      const verdict = verification(address, method, context, undefined);
       if (verdict instanceof Promise) throw new TypeError('a checker did I/O during verifySync');
       return verdict;
     },
@@ -214,7 +231,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         const { signal } = verifyOptions;
         if (signal?.aborted) return Promise.reject(signal.reason as Error);
         const retry = verifyOptions.retryGreylisted === true;
-        const verdict = run(address, method, context, signal, retry);
+        const verdict = verification(address, method, context, signal, retry);
         return verdict instanceof Promise ? verdict : Promise.resolve(verdict);
       } catch (error) {
         return Promise.reject(error as Error);
@@ -228,7 +245,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       return verifyEach(
         addresses,
         manyOptions,
-        (address, { signal }) => run(address, method, context, signal, retry),
+        (address, { signal }) => verification(address, method, context, signal, retry),
         dns.offline === true ? NO_IO : { groupByDomain: true, prefetch },
       );
     },
@@ -239,13 +256,46 @@ export function createEngine(options: EngineOptions = {}): Engine {
 const UNCHECKED: DnsHealth = Object.freeze({ status: 'unchecked' });
 const NO_IO: DomainIo = Object.freeze({ groupByDomain: false });
 
+/** Tells `report` of a verdict once it is reached. */
+function reported(
+  verdict: Verdict | Promise<Verdict>,
+  report: (verdict: Verdict) => void,
+): Verdict | Promise<Verdict> {
+  if (!(verdict instanceof Promise)) {
+    report(verdict);
+    return verdict;
+  }
+  return verdict.then((reached) => {
+    report(reached);
+    return reached;
+  });
+}
+
+/** The prober, telling the observer of each probe's first recipient's answer and its connections. */
+function observedProber(
+  prober: SmtpProber | undefined,
+  observer: Observer | undefined,
+): SmtpProber | undefined {
+  const onSession = observer?.onSmtpSession?.bind(observer);
+  if (prober === undefined || onSession === undefined || prober.offline === true) return prober;
+  return {
+    async probe(request, signal) {
+      const report = await prober.probe(request, signal);
+      const first = report.recipients[0] ?? report.catchAll ?? undefined;
+      if (first !== undefined) onSession(first.class, report.connections);
+      return report;
+    },
+  };
+}
+
 /** Node's resolver, checked by its canary unless told not to, behind a cache. */
 function defaultDns(options: EngineOptions, clock: Clock): Dns {
   const warn =
     options.onWarning ?? ((message: string) => process.emitWarning(message, 'MailverdictDns'));
   const node = createNodeDns(options.dnsOptions);
   const canary = options.dnsCanary;
-  if (canary === false) return createCachedDns(node, { clock });
+  const cache = { clock, ...optional('observer', options.observer) };
+  if (canary === false) return createCachedDns(node, cache);
   const checked = createCanaryDns(node, {
     clock,
     ...canary,
@@ -258,7 +308,7 @@ function defaultDns(options: EngineOptions, clock: Clock): Dns {
       canary?.onChange?.(health);
     },
   });
-  return createCachedDns(checked, { clock });
+  return createCachedDns(checked, cache);
 }
 
 /** Our node:net prober, built on first use (its HELO warning is for smtp users only). */

@@ -6,6 +6,7 @@ import { corsHeaders, preflightReply } from './cors.js';
 import { Exchange, type HandlerConfig, type HandlerRequest } from './exchange.js';
 import { createFilterRoute, deleteFilterRoute, listFiltersRoute } from './filters-route.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
+import { operationsRoutes, type OperationsOptions } from './operations.js';
 import { MAX_BODY_BYTES } from './request-body.js';
 import { errorReply, HttpError, rateLimitHeaders, toResponse, type Reply } from './responses.js';
 import { verifyRoute } from './verify-route.js';
@@ -36,6 +37,12 @@ export interface HandlerOptions {
    * logging: the client sees only a generic `internal_error`. Default: console.error.
    */
   readonly onError?: (error: unknown, request: HandlerRequest) => void;
+  /**
+   * `GET /health`, `GET /ready` and, with a `metrics` endpoint, `GET /metrics` (which is then
+   * told of every request), beside /v1: no key, no rate limit. Default none here, since a
+   * host may have its own; `mailverdict/node`'s serve() turns them on.
+   */
+  readonly operations?: OperationsOptions;
 }
 
 /** A fetch handler: what Hono, Bun, Deno, workers and `mailverdict/node` all mount. */
@@ -52,24 +59,29 @@ export type ReplyHandler = (request: HandlerRequest) => Promise<Reply>;
 
 type RouteHandler = (exchange: Exchange, id: string) => Promise<Reply>;
 interface Route {
+  /** The route's name, for metrics: never the path, whose ids would make a label per job. */
+  readonly name: string;
   /** The methods and what each does; OPTIONS is answered for every route. */
   readonly methods: Readonly<Record<string, RouteHandler>>;
   readonly allow: string;
 }
 
-function route(methods: Record<string, RouteHandler>): Route {
-  return { methods, allow: [...Object.keys(methods), 'OPTIONS'].join(', ') };
+function route(name: string, methods: Record<string, RouteHandler>): Route {
+  return { name, methods, allow: [...Object.keys(methods), 'OPTIONS'].join(', ') };
 }
 
 const ROUTES = {
-  verify: route({ GET: verifyRoute, POST: submitBatchRoute }),
-  batch: route({ GET: batchStatusRoute }),
-  results: route({ GET: batchResultsRoute }),
-  filters: route({ GET: listFiltersRoute, POST: createFilterRoute }),
-  filter: route({ DELETE: deleteFilterRoute }),
-  account: route({ GET: accountRoute }),
-  openapi: route({ GET: async () => openApiReply() }),
+  verify: route('verify', { GET: verifyRoute, POST: submitBatchRoute }),
+  batch: route('batch', { GET: batchStatusRoute }),
+  results: route('batch_results', { GET: batchResultsRoute }),
+  filters: route('filters', { GET: listFiltersRoute, POST: createFilterRoute }),
+  filter: route('filter', { DELETE: deleteFilterRoute }),
+  account: route('account', { GET: accountRoute }),
+  openapi: route('openapi', { GET: async () => openApiReply() }),
 } as const;
+
+/** Methods a metrics label may name; any other is `other`, so no client mints labels. */
+const METHOD_LABELS = new Set(['GET', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PUT', 'PATCH']);
 
 /** The route a path names and the id segment in it, or undefined (404). */
 function match(pathname: string): { route: Route; id: string } | undefined {
@@ -119,18 +131,43 @@ export function createHandler(service: Service, options: HandlerOptions = {}): F
       console.error('mailverdict: internal error answering a request:', error);
     });
 
-  const reply: ReplyHandler = async (request) => {
+  const operations = new Map<string, Route>();
+  if (options.operations !== undefined) {
+    for (const [path, handle] of operationsRoutes(service, options.operations)) {
+      operations.set(path, route(path.slice(1), { GET: handle }));
+    }
+  }
+  const observe = options.operations?.metrics?.observeRequest?.bind(options.operations.metrics);
+
+  const answerRequest = async (request: HandlerRequest, found: { route?: Route }) => {
     let exchange: Exchange | undefined;
     let answer: Reply;
     try {
       const url = new URL(request.url);
       exchange = new Exchange(request, url, service, config);
-      answer = await dispatch(exchange);
+      const at = operations.get(url.pathname);
+      answer = await dispatch(
+        exchange,
+        at === undefined ? match(url.pathname) : { route: at, id: '' },
+        found,
+      );
     } catch (error) {
       answer = errorReply(error, (bug) => onError(bug, request));
     }
     return exchange === undefined ? answer : finish(exchange, answer);
   };
+  const reply: ReplyHandler =
+    observe === undefined
+      ? (request) => answerRequest(request, {})
+      : async (request) => {
+          const started = performance.now();
+          const found: { route?: Route } = {};
+          const answer = await answerRequest(request, found);
+          const method = METHOD_LABELS.has(request.method) ? request.method : 'other';
+          const seconds = (performance.now() - started) / 1000;
+          observe(found.route?.name ?? 'unmatched', method, answer.status, seconds);
+          return answer;
+        };
   const fetch: FetchHandler = async (request) => toResponse(await reply(request));
   Object.defineProperty(fetch, REPLY_HANDLER, { value: reply });
   return fetch;
@@ -142,11 +179,15 @@ export function replyHandlerOf(handler: FetchHandler): ReplyHandler | undefined 
   return typeof entry === 'function' ? (entry as ReplyHandler) : undefined;
 }
 
-async function dispatch(exchange: Exchange): Promise<Reply> {
-  const found = match(exchange.url.pathname);
+async function dispatch(
+  exchange: Exchange,
+  found: { route: Route; id: string } | undefined,
+  matched: { route?: Route },
+): Promise<Reply> {
   if (found === undefined) {
     throw new HttpError(404, 'not_found', 'No such endpoint; see /v1/openapi.json.');
   }
+  matched.route = found.route;
   const { method } = exchange.request;
   if (method === 'OPTIONS') return options(exchange, found.route);
   const handle = found.route.methods[method];

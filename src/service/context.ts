@@ -1,5 +1,6 @@
 import type { Engine } from '../engine/engine.js';
 import type { Clock } from '../ports/clock.js';
+import type { Observer } from '../ports/observer.js';
 import type { AccountRecord, Store } from '../ports/store.js';
 import { randomBase62, type RandomBytes } from './api-keys.js';
 import { SERVICE_REF_PREFIX } from './ledger.js';
@@ -14,6 +15,8 @@ export interface ServiceContext {
   readonly clock: Clock;
   readonly random: RandomBytes;
   readonly rateLimits: RateLimits;
+  /** Told of batch progress and webhook attempts (metrics); none by default. */
+  readonly observer: Observer | undefined;
   /** A fresh id such as `acct_…`: the prefix, then 24 random base62 characters. */
   newId(prefix: string): string;
   /**

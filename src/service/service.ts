@@ -1,5 +1,6 @@
 import type { Engine } from '../engine/engine.js';
 import { systemClock, type Clock } from '../ports/clock.js';
+import type { Observer } from '../ports/observer.js';
 import type { Store } from '../ports/store.js';
 import { createAccounts, type Accounts } from './account.js';
 import { createAdmin, type ServiceAdmin } from './admin.js';
@@ -46,6 +47,11 @@ export interface ServiceOptions {
   readonly publicKeyDailyLimit?: number;
   /** Batch jobs: download URLs, retention, callbacks and webhooks, runner limits (DESIGN 5.5). */
   readonly batch?: BatchOptions;
+  /**
+   * Told of batch job progress and webhook attempts (metrics: adapters/prometheus.ts).
+   * Default: the engine's observer, which is told of verdicts, DNS and SMTP.
+   */
+  readonly observer?: Observer;
 }
 
 /** The verification API without HTTP (DESIGN 5): every refusal is a ServiceError. */
@@ -67,6 +73,8 @@ export interface Service
   start(): Promise<{ resumed: number }>;
   /** Stops it; running jobs stay `processing` and resume on the next `start()`. */
   stop(): Promise<void>;
+  /** Whether `start()` has run and `stop()` not since (readiness: `GET /ready`). */
+  readonly started: boolean;
   /** Batch work for hosts and tests: wait for idle, deliver due webhooks now, purge now. */
   readonly batchWork: Omit<BatchWork, 'start' | 'stop'>;
 }
@@ -91,12 +99,14 @@ export function createService(options: ServiceOptions): Service {
     clock: options.clock ?? systemClock,
     random: options.random ?? cryptoRandomBytes,
     rateLimits: createRateLimits(store, options.publicKeyDailyLimit ?? PUBLIC_KEY_DAILY_LIMIT),
+    observer: options.observer ?? engine.observer,
   });
   const auth = createAuth(ctx);
   const filters = createFilters(ctx);
   const accounts = createAccounts(ctx);
   const charging = createCharging(ctx, filters);
   const batches = createBatches(ctx, filters, options.batch);
+  let started = false;
   return {
     engine,
     store,
@@ -110,8 +120,18 @@ export function createService(options: ServiceOptions): Service {
     submitBatch: batches.submitBatch,
     batchStatus: batches.batchStatus,
     batchResults: batches.batchResults,
-    start: batches.work.start,
-    stop: batches.work.stop,
+    async start() {
+      const outcome = await batches.work.start();
+      started = true;
+      return outcome;
+    },
+    async stop() {
+      started = false;
+      await batches.work.stop();
+    },
+    get started() {
+      return started;
+    },
     batchWork: batches.work,
   };
 }

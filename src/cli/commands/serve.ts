@@ -10,6 +10,8 @@ export interface ServeFlags extends FileFlags, Omit<EngineFlags, 'method'> {
   readonly trustedProxy?: string[];
   readonly ownerEmail: string;
   readonly credits: string;
+  /** `--no-metrics` turns GET /metrics off. */
+  readonly metrics?: boolean;
 }
 
 /** First start: an account with credits on the enterprise plan (it is your own server). */
@@ -29,8 +31,15 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
   if (!(Number.isSafeInteger(credits) && credits >= 0)) {
     throw new UsageError(`--credits must be a whole number, got ${JSON.stringify(flags.credits)}`);
   }
-  const { serve } = await import('../../http/node-server.js');
-  const service = await openService(flags.db, engineOptionsOf({ ...flags, method: 'standard' }));
+  const { loadPrometheusMetrics, serve } = await import('../../http/node-server.js');
+  // On by default: every label comes from a closed set (method, state, reason, reply class,
+  // route), so /metrics tells volumes, never accounts, keys or addresses; and serve listens on
+  // loopback unless told otherwise. The engine's observer reaches the service built over it.
+  const metrics = flags.metrics === false ? undefined : await loadPrometheusMetrics();
+  const service = await openService(flags.db, {
+    ...engineOptionsOf({ ...flags, method: 'standard' }),
+    ...(metrics === undefined ? {} : { observer: metrics.observer }),
+  });
   try {
     if ((await service.admin.listAccounts()).length === 0) {
       const account = await service.admin.createAccount({
@@ -52,6 +61,7 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
     const server = await serve(service, {
       port,
       hostname: flags.host,
+      metrics: metrics ?? false,
       ...(flags.baseUrl === undefined ? {} : { baseUrl: flags.baseUrl }),
       ...(flags.trustedProxy === undefined ? {} : { trustedProxies: flags.trustedProxy }),
     });

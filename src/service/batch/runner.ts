@@ -128,6 +128,7 @@ export function createRunner(
     const finished: JobRecord = { ...job, ...finish };
     const message = settings.webhooks.message(finished, eventOf(finished, settings.baseUrl), now);
     const outcome = await store.finishJob(job.accountId, job.id, finish, message, now);
+    if (outcome.ok) ctx.observer?.onJobProgress?.({ processed: 0, event: status });
     if (outcome.ok && message !== undefined) {
       settings.webhooks.deliverDue().catch(() => undefined);
     }
@@ -136,6 +137,7 @@ export function createRunner(
   async function runJob(start: JobRecord, signal: AbortSignal): Promise<void> {
     let job = start;
     const { accountId } = job;
+    ctx.observer?.onJobProgress?.({ processed: 0, event: 'started' });
     const renew = async () => {
       if (job.reservation === null) return true;
       return store.renewHold(accountId, job.reservation, clock.now() + settings.holdTtlMs);
@@ -154,6 +156,7 @@ export function createRunner(
         const outcome = await store.recordJobResults(accountId, job.id, writes, clock.now());
         if (outcome.ok) {
           job = outcome.job;
+          ctx.observer?.onJobProgress?.({ processed: batch.length });
           return;
         }
         const lapsed =

@@ -113,6 +113,7 @@ export function createWebhookDispatcher(
         nextAttemptAt: now,
         lastError: null,
       });
+      ctx.observer?.onWebhook?.('delivered');
       return;
     }
     const lastError =
@@ -132,6 +133,7 @@ export function createWebhookDispatcher(
       nextAttemptAt: final ? now : now + jittered(delay),
       lastError,
     });
+    ctx.observer?.onWebhook?.(final ? 'failed' : 'retrying');
   }
 
   async function deliverAll(signal: AbortSignal | undefined): Promise<number> {
