@@ -14,6 +14,7 @@ import { offlineDns } from '../dns/offline-dns.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { Dns, DnsHealth } from '../ports/dns.js';
 import type { Observer } from '../ports/observer.js';
+import { parseProxyUrls } from '../smtp/proxy-url.js';
 import type { SmtpProber } from '../ports/smtp.js';
 import { optional } from '../optional.js';
 import { batchProbes } from './probe-batcher.js';
@@ -148,6 +149,8 @@ export interface Engine {
  * verdict.state; // 'risky' (disposable)
  */
 export function createEngine(options: EngineOptions = {}): Engine {
+  // The prober is built on the first probe; a mistyped proxy must not wait until then.
+  if (options.smtpOptions?.proxies !== undefined) parseProxyUrls(options.smtpOptions.proxies);
   const clock = options.clock ?? systemClock;
   const { observer } = options;
   const dns = options.dns ?? (options.offline === true ? offlineDns() : defaultDns(options, clock));

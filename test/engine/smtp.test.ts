@@ -69,6 +69,15 @@ describe('smtp method: outcomes to verdicts (DESIGN 3, issue 3)', () => {
     expect(smtp.requests).toHaveLength(0);
   });
 
+  it('refuses a mistyped SMTP proxy when the engine is built, not at its first probe', () => {
+    expect(() => createEngine({ smtpOptions: { proxies: ['http://proxy.example:1080'] } })).toThrow(
+      TypeError,
+    );
+    expect(() =>
+      createEngine({ smtpOptions: { proxies: ['socks5://user:pass@127.0.0.1:1080'] } }),
+    ).not.toThrow();
+  });
+
   it('never probes an address whose domain has no mail host', async () => {
     const smtp = createMemorySmtp();
     const engine = createEngine({ dns: dns(), smtp });
