@@ -3,6 +3,7 @@
  * tested against the handler's real answers (test/http/openapi.test.ts): every status a route
  * can answer is listed under it, each body with its schema (JSON Schema 2020-12).
  */
+import { DETAILED_FIELDS } from '../format/shapes.js';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` }) as const;
 const response = (name: string) => ({ $ref: `#/components/responses/${name}` }) as const;
@@ -53,24 +54,8 @@ const DETAILED_PROPERTIES = {
   duration: { type: 'number', minimum: 0, description: 'Seconds the verification took.' },
 } as const;
 
-const DETAILED_REQUIRED = [
-  'email',
-  'state',
-  'score',
-  'reason',
-  'domain',
-  'user',
-  'mx_record',
-  'smtp_provider',
-  'disposable',
-  'role',
-  'free',
-  'catch_all',
-  'mailbox_full',
-  'no_reply',
-  'did_you_mean',
-  'duration',
-] as const;
+/** Every field of the detailed shape is always present (null when its check did not run). */
+const DETAILED_REQUIRED = DETAILED_FIELDS;
 
 export const OPENAPI_DOCUMENT = {
   openapi: '3.1.0',
