@@ -116,7 +116,9 @@ export function createAccounts(ctx: ServiceContext): Accounts {
         requireText(accountId, 'account_id');
         if (!isPlanName(plan))
           throw invalidRequest('plan', `plan must be one of ${PLAN_NAMES.join(', ')}`);
-        const updated = await store.updateAccount(accountId, { plan });
+        const updated = await store
+          .updateAccount(accountId, { plan })
+          .finally(() => ctx.keyCache.clear());
         if (updated === undefined) throw new ServiceError('not_found', `No account ${accountId}.`);
         return accountInfo(updated);
       }),

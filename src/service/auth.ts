@@ -1,6 +1,7 @@
 import type { AccountRecord, KeyRecord } from '../ports/store.js';
 import { hashKey, issueKey, keyKind, presentedKey, type KeyKind } from './api-keys.js';
 import { accountOf, type ServiceContext } from './context.js';
+import { type KnownKey } from './key-cache.js';
 import { canonicalRange, clientKey, ipInRange } from './ip-ranges.js';
 import { PLANS, type Plan } from './plans.js';
 import type { RateLimitStatus } from './rate-limits.js';
@@ -124,6 +125,32 @@ export function createAuth(ctx: ServiceContext): Auth {
     return { secret: issued.secret, key: keyInfo(record) };
   }
 
+  /** A key and its account, from the cache or the store; undefined if either is missing. */
+  async function knownKey(hash: string): Promise<KnownKey | undefined> {
+    const cached = ctx.keyCache.get(hash);
+    if (cached !== undefined) return cached;
+    const generation = ctx.keyCache.generation();
+    const key = await store.findKeyByHash(hash);
+    if (key === undefined) return undefined;
+    const account = await store.getAccount(key.accountId);
+    if (account === undefined) return undefined;
+    const known = { key, account };
+    ctx.keyCache.set(hash, known, generation);
+    return known;
+  }
+
+  /** Writes a key's change; the cache forgets it, and any read in flight is not kept. */
+  async function changeKey(
+    id: string,
+    changes: Parameters<typeof store.updateKey>[1],
+  ): Promise<KeyRecord | undefined> {
+    try {
+      return await store.updateKey(id, changes);
+    } finally {
+      ctx.keyCache.clear();
+    }
+  }
+
   const keys: KeyAdmin = {
     createKey: (accountId, input) =>
       answering(async () => {
@@ -142,13 +169,13 @@ export function createAuth(ctx: ServiceContext): Auth {
       answering(async () => {
         const key = await ownKey(accountId, keyId);
         const settings = keySettings(key.kind, requireObject(changes, 'changes'), key);
-        return keyInfo((await store.updateKey(key.id, settings)) ?? key);
+        return keyInfo((await changeKey(key.id, settings)) ?? key);
       }),
     revokeKey: (accountId, keyId) =>
       answering(async () => {
         const key = await ownKey(accountId, keyId);
         if (key.revokedAt !== null) return keyInfo(key);
-        return keyInfo((await store.updateKey(key.id, { revokedAt: clock.now() })) ?? key);
+        return keyInfo((await changeKey(key.id, { revokedAt: clock.now() })) ?? key);
       }),
     rotateKey: (accountId, keyId, rotation) =>
       answering(async () => {
@@ -173,7 +200,7 @@ export function createAuth(ctx: ServiceContext): Auth {
         // A grace period only ever shortens: rotating again during one (a retried deployment,
         // a second rotation) must not keep a leaked old key alive longer (DESIGN 5.1).
         const ends = now + graceSeconds * 1000;
-        await store.updateKey(
+        await changeKey(
           key.id,
           graceSeconds === 0
             ? { revokedAt: now }
@@ -195,15 +222,11 @@ export function createAuth(ctx: ServiceContext): Auth {
             'No API key: send Authorization: Bearer <key> or the api_key parameter.',
           );
         }
-        const key =
-          keyKind(secret) === undefined ? undefined : await store.findKeyByHash(hashKey(secret));
-        const now = clock.now();
-        if (key === undefined || !isActive(key, now)) {
+        const known = keyKind(secret) === undefined ? undefined : await knownKey(hashKey(secret));
+        if (known === undefined || !isActive(known.key, clock.now())) {
           throw new ServiceError('unauthorized', 'The API key is unknown, revoked or expired.');
         }
-        const account = await store.getAccount(key.accountId);
-        if (account === undefined)
-          throw new ServiceError('unauthorized', 'The API key is unknown, revoked or expired.');
+        const { key, account } = known;
         const endUser = admitClient(key, request);
         const plan = PLANS[account.plan];
         const rateLimit = await ctx.rateLimits.admit(key.id, plan, endUser);

@@ -3,6 +3,7 @@ import type { Clock } from '../ports/clock.js';
 import type { Observer } from '../ports/observer.js';
 import type { AccountRecord, Store } from '../ports/store.js';
 import { randomBase62, type RandomBytes } from './api-keys.js';
+import { createKeyCache, type KeyCache } from './key-cache.js';
 import { SERVICE_REF_PREFIX } from './ledger.js';
 import type { RateLimits } from './rate-limits.js';
 import { ServiceError } from './service-error.js';
@@ -17,6 +18,8 @@ export interface ServiceContext {
   readonly rateLimits: RateLimits;
   /** Told of batch progress and webhook attempts (metrics); none by default. */
   readonly observer: Observer | undefined;
+  /** Keys authenticate found, by hash; cleared by every change to a key or an account. */
+  readonly keyCache: KeyCache;
   /** A fresh id such as `acct_…`: the prefix, then 24 random base62 characters. */
   newId(prefix: string): string;
   /**
@@ -28,11 +31,14 @@ export interface ServiceContext {
   serviceRef(kind: string): string;
 }
 
-export function createContext(parts: Omit<ServiceContext, 'newId' | 'serviceRef'>): ServiceContext {
+export function createContext(
+  parts: Omit<ServiceContext, 'newId' | 'serviceRef' | 'keyCache'>,
+): ServiceContext {
   const instance = randomBase62(16, parts.random);
   let count = 0;
   return {
     ...parts,
+    keyCache: createKeyCache(parts.clock),
     newId: (prefix) => `${prefix}_${randomBase62(24, parts.random)}`,
     serviceRef: (kind) => `${SERVICE_REF_PREFIX}${kind}:${instance}.${(count++).toString(36)}`,
   };

@@ -22,7 +22,9 @@ export function createWebhookSecretAdmin(ctx: ServiceContext): WebhookSecretAdmi
       answering(async () => {
         const id = requireText(accountId, 'account_id');
         const webhookSecret = newWebhookSecret(ctx.random);
-        const updated = await ctx.store.updateAccount(id, { webhookSecret });
+        const updated = await ctx.store
+          .updateAccount(id, { webhookSecret })
+          .finally(() => ctx.keyCache.clear());
         if (updated === undefined) throw new ServiceError('not_found', `No account ${id}.`);
         return { webhookSecret };
       }),
