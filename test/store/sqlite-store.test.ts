@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteStore, MIGRATIONS } from '../../src/sqlite.js';
-import { storeContract } from './contract.js';
+import { account, storeContract } from './contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailverdict-sqlite-'));
 let files = 0;
@@ -82,5 +82,41 @@ describe('sqlite store: migration 2, IP filter prefixes', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('sqlite store: group commits', () => {
+  it('writes each account balance a burst left, as its ledger adds up, for the next opener', async () => {
+    const path = join(dir, `group-${files++}.db`);
+    const store = createSqliteStore(path);
+    for (const id of ['acct_a', 'acct_b']) {
+      await store.insertAccount(account(id));
+      await store.applyLedger(id, { kind: 'grant', ref: 'g', amount: 10 }, 1);
+    }
+    // One group: reserves and settles on two accounts, some refused for want of credit.
+    const outcomes = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        store.commitLedger(
+          i % 2 === 0 ? 'acct_a' : 'acct_b',
+          {
+            requests: [
+              { kind: 'reserve', ref: `r${i}`, amount: 1, expiresAt: 100 },
+              { kind: 'settle', ref: `s${i}`, reservation: `r${i}`, amount: 1 },
+            ],
+          },
+          2,
+        ),
+      ),
+    );
+    expect(outcomes.filter((outcome) => outcome.ok)).toHaveLength(20);
+    await store.close();
+    const reopened = createSqliteStore(path);
+    for (const id of ['acct_a', 'acct_b']) {
+      const entries = await reopened.ledgerEntries(id);
+      const used = entries.filter((entry) => entry.kind === 'settle').length;
+      expect(used).toBe(10);
+      expect(await reopened.balance(id)).toEqual({ available: 0, reserved: 0, used, total: 10 });
+    }
+    await reopened.close();
   });
 });
