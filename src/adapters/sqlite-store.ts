@@ -881,14 +881,20 @@ function rateWindow(db: Database.Database): RateWindow {
  * single-statement transactions run inside the rate-count window.
  */
 function cachingClient(db: Database.Database, rates: RateWindow): Database.Database {
-  const prepared = new Map<string, Database.Statement>();
+  // A handful of texts, each rebuilt by the library on every call: a Map hashed the fresh
+  // 300-character string each time (2.2% of the server's CPU profile for GET /v1/verify of a
+  // test address); comparing lengths, then the text, against the few known ones: 0.7%.
+  const texts: string[] = [];
+  const prepared: Database.Statement[] = [];
   return {
     prepare(sql: string) {
-      let statement = prepared.get(sql);
-      if (statement === undefined) {
-        statement = db.prepare(sql);
-        prepared.set(sql, statement);
+      for (let i = 0; i < texts.length; i++) {
+        const text = texts[i] as string;
+        if (text.length === sql.length && text === sql) return prepared[i] as Database.Statement;
       }
+      const statement = db.prepare(sql);
+      texts.push(sql);
+      prepared.push(statement);
       return statement;
     },
     transaction:
