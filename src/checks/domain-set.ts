@@ -1,3 +1,5 @@
+import { FNV_OFFSET, FNV_PRIME, suffixHash } from './suffix-hash.js';
+
 // Bits of the Bloom filter per listed domain: at 16 bits and two probes a miss is
 // mis-reported as "maybe" about 1.4% of the time, and only then is the Set itself read.
 const BITS_PER_DOMAIN = 16;
@@ -68,15 +70,4 @@ export class DomainSet {
       (this.#bloom[b >>> 5]! & (1 << (b & 31))) !== 0
     );
   }
-}
-
-const FNV_OFFSET = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
-
-/** The right-to-left FNV-1a hash of `domain` from `start` to its end. */
-function suffixHash(domain: string, start: number): number {
-  let hash = FNV_OFFSET;
-  for (let i = domain.length - 1; i >= start; i--)
-    hash = Math.imul(hash ^ domain.charCodeAt(i), FNV_PRIME);
-  return hash;
 }

@@ -1,3 +1,5 @@
+import { FNV_OFFSET, FNV_PRIME, suffixHash } from './suffix-hash.js';
+
 /** What a list check needs of a set of domains. DomainSet and PackedDomainSet both answer it. */
 export interface DomainLookup {
   readonly size: number;
@@ -82,16 +84,6 @@ export class PackedDomainSet implements DomainLookup {
     }
     return table;
   }
-}
-
-const FNV_OFFSET = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
-
-function suffixHash(domain: string, start: number): number {
-  let hash = FNV_OFFSET;
-  for (let i = domain.length - 1; i >= start; i--)
-    hash = Math.imul(hash ^ domain.charCodeAt(i), FNV_PRIME);
-  return hash;
 }
 
 function countLines(text: string): number {
