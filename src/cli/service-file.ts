@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { createEngine, type EngineOptions } from '../engine/engine.js';
 import type { AccountInfo } from '../service/account.js';
 import { ServiceError } from '../service/service-error.js';
@@ -60,6 +61,12 @@ export async function withService<T>(
   flags: FileFlags,
   work: (service: Service) => Promise<T>,
 ): Promise<T> {
+  // An admin command never creates a service file by mistake: only `serve` starts one.
+  if (!existsSync(flags.db)) {
+    throw new UsageError(
+      `${flags.db} has no account yet: start \`mailverdict serve\` once to create it (the file does not exist)`,
+    );
+  }
   const service = await openService(flags.db);
   try {
     return await work(service);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -207,6 +207,8 @@ describe('mailverdict CLI (spawned)', () => {
     const run = await cli(['keys', 'list', '--db', join(dir, 'empty.db')]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/has no account yet: start `mailverdict serve` once/);
+    // ...and did not create the file it was pointed at.
+    expect(existsSync(join(dir, 'empty.db'))).toBe(false);
   });
 });
 
