@@ -24,7 +24,14 @@ async function withServe(
   let stderr = '';
   let resolveUrl: (url: string) => void = () => {};
   const listening = new Promise<string>((resolve) => (resolveUrl = resolve));
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  let resolveKey: (key: string) => void = () => {};
+  // A fresh file's first start prints its key on stdout: wait for the whole line (stdout and
+  // stderr are separate pipes, read in no promised order).
+  const key = new Promise<string>((resolve) => (resolveKey = resolve));
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (stdout.includes('\n')) resolveKey(stdout.trim());
+  });
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
     const url = /Listening on (http:\/\/\S+) /.exec(stderr)?.[1];
@@ -36,7 +43,7 @@ async function withServe(
       listening,
       exited.then(() => Promise.reject(new Error(stderr))),
     ]);
-    await session(url, stdout.trim());
+    await session(url, await key);
   } finally {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

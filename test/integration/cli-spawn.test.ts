@@ -142,7 +142,7 @@ describe('mailverdict CLI (spawned)', () => {
     const first = await serveOnce(db);
     expect(first.key).toMatch(/^mv_sk_[0-9A-Za-z]{32,}$/);
     expect(first.account).toMatchObject({ credits: { available: 1000 } });
-    const second = await serveOnce(db);
+    const second = await serveOnce(db, undefined, false);
     expect(second.key).toBeUndefined();
 
     const made = await cli(['keys', 'create', '--db', db, '--name', 'ci']);
@@ -216,7 +216,7 @@ describe('mailverdict CLI (spawned)', () => {
  * Starts `mailverdict serve` on a free port, reads the key it prints (if any), asks for the
  * account with it (or with `key`), and stops it with SIGTERM.
  */
-async function serveOnce(db: string, key?: string) {
+async function serveOnce(db: string, key?: string, printsKey = key === undefined) {
   let resolveUrl: (url: string) => void = () => {};
   const listening = new Promise<string>((resolve) => (resolveUrl = resolve));
   const child = spawn(
@@ -229,7 +229,13 @@ async function serveOnce(db: string, key?: string) {
   );
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  let resolveLine: () => void = () => {};
+  // stdout and stderr are separate pipes, read in no promised order: wait for the key's line.
+  const keyLine = new Promise<void>((resolve) => (resolveLine = resolve));
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (stdout.includes('\n')) resolveLine();
+  });
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
     const url = /Listening on (http:\/\/\S+) /.exec(stderr)?.[1];
@@ -237,6 +243,7 @@ async function serveOnce(db: string, key?: string) {
   });
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
   const url = await Promise.race([listening, exited.then(() => Promise.reject(new Error(stderr)))]);
+  if (printsKey) await keyLine;
   const printed = stdout.trim() === '' ? undefined : stdout.trim();
   const secret = key ?? printed;
   const response = await fetch(`${url}/v1/account`, {

@@ -56,7 +56,8 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
         io.stderr,
         'Its private API key, shown this once (keep it; `mailverdict keys` makes more):',
       );
-      line(io.stdout, secret);
+      // Flushed before "Listening" goes to stderr: whoever reads both sees the key first.
+      await new Promise<void>((resolve) => io.stdout.write(`${secret}\n`, () => resolve()));
     }
     const server = await serve(service, {
       port,
