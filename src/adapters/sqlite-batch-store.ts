@@ -259,6 +259,9 @@ export function createSqliteBatchStore(
     async pendingJobItems(jobId, afterPosition, limit) {
       return guard(() => s.pending.all(jobId, afterPosition, limit) as PendingJobItem[]);
     },
+    async pendingJobItemsAt(jobId, positions) {
+      return guard(() => s.pendingAt.all(jobId, JSON.stringify(positions)) as PendingJobItem[]);
+    },
     async recordJobResults(accountId, jobId, writes, at) {
       try {
         return recordJobResults(accountId, jobId, writes, at);
@@ -307,6 +310,9 @@ export function createSqliteBatchStore(
         ),
       );
     },
+    async leaseWebhook(id, expectedNextAttemptAt, until) {
+      return guard(() => s.leaseWebhook.run(until, id, expectedNextAttemptAt).changes === 1);
+    },
   };
 }
 
@@ -347,6 +353,13 @@ function prepare(db: Database.Database) {
        WHERE job_id = ? AND position > ? AND billable = 1 AND record IS NULL
        ORDER BY position LIMIT ?`,
     ),
+    // The positions arrive as one JSON array: a statement per position would be a round trip each.
+    pendingAt: db.prepare(
+      `SELECT position, email FROM batch_items
+       WHERE job_id = ? AND position IN (SELECT value FROM json_each(?))
+         AND billable = 1 AND record IS NULL
+       ORDER BY position`,
+    ),
     results: db.prepare(
       `SELECT position, record, duplicate_of IS NOT NULL AS duplicate FROM batch_items
        WHERE job_id = ? AND position > ? AND record IS NOT NULL ORDER BY position LIMIT ?`,
@@ -375,6 +388,10 @@ function prepare(db: Database.Database) {
        ORDER BY next_attempt_at LIMIT ?`,
     ),
     webhooksOf: db.prepare('SELECT * FROM batch_webhooks WHERE job_id = ? ORDER BY created_at, id'),
+    leaseWebhook: db.prepare(
+      `UPDATE batch_webhooks SET next_attempt_at = ?
+       WHERE id = ? AND status = 'pending' AND next_attempt_at = ?`,
+    ),
     updateWebhook: db.prepare(
       `UPDATE batch_webhooks SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?
        WHERE id = ?`,

@@ -135,6 +135,14 @@ export interface BatchStore {
     limit: number,
   ): Promise<readonly PendingJobItem[]>;
   /**
+   * Billable items among `positions` that have no result yet, by position: a worker retrying
+   * a chunk of scattered positions (one domain's addresses) skips what is already stored.
+   */
+  pendingJobItemsAt(
+    jobId: string,
+    positions: readonly number[],
+  ): Promise<readonly PendingJobItem[]>;
+  /**
    * Stores results and their ledger requests in one transaction, all or none. A position that
    * has its result already is skipped with its ledger request (a replay writes nothing); the
    * duplicates of a position take its result in the same write. Counters follow.
@@ -178,4 +186,11 @@ export interface BatchStore {
   /** A job's webhooks, oldest first. */
   jobWebhooks(jobId: string): Promise<readonly WebhookMessage[]>;
   updateWebhook(id: string, changes: WebhookChanges): Promise<void>;
+  /**
+   * Takes a due webhook for one attempt: when the message is pending and its nextAttemptAt is
+   * still `expectedNextAttemptAt` (as read from dueWebhooks), moves it to `until` and resolves
+   * true. Several processes share one outbox; only the one whose lease took sends, and a
+   * sender that dies mid-attempt leaves the message due again at `until`.
+   */
+  leaseWebhook(id: string, expectedNextAttemptAt: number, until: number): Promise<boolean>;
 }

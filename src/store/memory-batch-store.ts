@@ -121,6 +121,18 @@ export function createMemoryBatchStore(host: MemoryBatchHost): BatchStore {
       }
       return pending;
     },
+    async pendingJobItemsAt(jobId, positions) {
+      host.open();
+      const items = jobs.get(jobId)?.items ?? [];
+      const pending = [];
+      for (const position of new Set(positions)) {
+        const item = items[position];
+        if (item?.billable === true && item.result === null) {
+          pending.push({ position, email: item.email });
+        }
+      }
+      return pending.sort((a, b) => a.position - b.position);
+    },
     async recordJobResults(accountId, jobId, writes, at) {
       const found = jobOf(accountId, jobId);
       if (found === undefined) return { ok: false, code: 'job_not_found' };
@@ -202,6 +214,15 @@ export function createMemoryBatchStore(host: MemoryBatchHost): BatchStore {
       host.open();
       const message = webhooks.get(id);
       if (message !== undefined) webhooks.set(id, { ...message, ...changes });
+    },
+    async leaseWebhook(id, expectedNextAttemptAt, until) {
+      host.open();
+      const message = webhooks.get(id);
+      if (message?.status !== 'pending' || message.nextAttemptAt !== expectedNextAttemptAt) {
+        return false;
+      }
+      webhooks.set(id, { ...message, nextAttemptAt: until });
+      return true;
     },
   };
 }

@@ -366,6 +366,43 @@ describe.each(stores)('batch jobs (%s)', (_name, makeStore) => {
     expect(sent?.headers['webhook-signature']).toMatch(/^v1,/);
   });
 
+  it('sends each attempt once when several processes deliver from one outbox', async () => {
+    const store = makeStore();
+    const clock = fakeClock();
+    // The first attempt fails; once its retry is due, every process sees it due.
+    const webhooks = createMemoryWebhookSender(() =>
+      webhooks.sent.length === 1
+        ? { kind: 'status', status: 500 }
+        : { kind: 'status', status: 200 },
+    );
+    const [first, second] = [0, 1].map(() =>
+      createService({
+        engine: createEngine({ offline: true }),
+        store,
+        clock,
+        batch: { webhookSender: webhooks, webhookRetryScheduleMs: [60_000] },
+      }),
+    ) as [Service, Service];
+    services.push(first, second);
+    const account = await first.admin.createAccount({ email: 'o@example.org', credits: 100 });
+    const caller = { accountId: account.id };
+    const created = await first.submitBatch(caller, {
+      emails: ['a@example.org'],
+      method: 'quick',
+      callbackUrl: 'https://hooks.example.com/done',
+    });
+    await first.batchWork.idle();
+    await first.batchWork.deliverWebhooks();
+    expect(webhooks.sent).toHaveLength(1);
+    expect(await store.jobWebhooks(created.id)).toMatchObject([{ status: 'pending' }]);
+    clock.advance(120_000);
+    // Both read the message as due; only one lease takes.
+    await Promise.all([first.batchWork.deliverWebhooks(), second.batchWork.deliverWebhooks()]);
+    await Promise.all([first.batchWork.deliverWebhooks(), second.batchWork.deliverWebhooks()]);
+    expect(webhooks.sent).toHaveLength(2);
+    expect(await store.jobWebhooks(created.id)).toMatchObject([{ status: 'delivered' }]);
+  });
+
   it('matches IP filters while running and gives their credits back', async () => {
     const dns = createMemoryDns(
       { 'example.org': ['mx.example.org'], 'blockedmx.org': ['mx.blockedmx.org'] },

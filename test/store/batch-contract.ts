@@ -78,6 +78,23 @@ export function batchStoreContract(store: () => Store): void {
       ]);
     });
 
+    it('finds the pending items among given positions, by position', async () => {
+      await create();
+      await store().recordJobResults(
+        'acct_a',
+        'job_1',
+        [{ position: 3, record: record('c'), state: 'deliverable', ledger: settle('job_1', 3) }],
+        1100,
+      );
+      // 1 is free, 2 a duplicate, 3 has its result, 9 does not exist; 4 is asked twice.
+      expect(await store().pendingJobItemsAt('job_1', [4, 1, 2, 3, 0, 9, 4])).toEqual([
+        { position: 0, email: 'a@x.org' },
+        { position: 4, email: 'd@x.org' },
+      ]);
+      expect(await store().pendingJobItemsAt('job_1', [])).toEqual([]);
+      expect(await store().pendingJobItemsAt('job_none', [0])).toEqual([]);
+    });
+
     it('stores nothing when the reserve is refused', async () => {
       const outcome = await store().createJob(
         job('job_2', 'acct_a'),
@@ -202,9 +219,24 @@ export function batchStoreContract(store: () => Store): void {
         lastError: 'HTTP 500',
       });
       expect(await store().dueWebhooks(14_999, 10)).toEqual([]);
+
+      // One lease per due attempt: a second process reading the same row loses the race.
+      expect(await store().leaseWebhook('msg_1', 15_000, 30_000)).toBe(true);
+      expect(await store().leaseWebhook('msg_1', 15_000, 30_000)).toBe(false);
+      expect(await store().dueWebhooks(29_999, 10)).toEqual([]);
+      expect((await store().dueWebhooks(30_000, 10)).map((m) => m.id)).toEqual(['msg_1']);
+      expect(await store().leaseWebhook('msg_none', 0, 1)).toBe(false);
+      await store().updateWebhook('msg_1', {
+        status: 'delivered',
+        attempts: 2,
+        nextAttemptAt: 16_000,
+        lastError: null,
+      });
+      expect(await store().leaseWebhook('msg_1', 16_000, 40_000)).toBe(false);
       expect((await store().jobWebhooks('job_1'))[0]).toMatchObject({
-        attempts: 1,
-        lastError: 'HTTP 500',
+        status: 'delivered',
+        attempts: 2,
+        lastError: null,
       });
 
       expect(await store().purgeJobs(19_999)).toBe(0);

@@ -91,6 +91,10 @@ export function createWebhookDispatcher(
   }
 
   async function attempt(message: WebhookMessage, signal: AbortSignal | undefined): Promise<void> {
+    // Every API and worker process delivers from the one outbox: the lease makes one of them
+    // the sender of this attempt. Should it die sending, the message is due again after it.
+    const leaseUntil = clock.now() + settings.timeoutMs * 2;
+    if (!(await store.leaseWebhook(message.id, message.nextAttemptAt, leaseUntil))) return;
     const account = await store.getAccount(message.accountId);
     const timestamp = Math.floor(clock.now() / 1000);
     const response: WebhookResponse =
