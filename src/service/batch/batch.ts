@@ -20,7 +20,8 @@ import {
   type BatchStatus,
   type ResultsFormat,
 } from './results.js';
-import { createRunner } from './runner.js';
+import { createJobWork } from './job-work.js';
+import { inProcessRunner, type BatchRunnerFactory } from './runner.js';
 import {
   createSubmit,
   type BatchCreated,
@@ -58,8 +59,13 @@ export interface BatchOptions {
   /** Domains verified at once per job. Default VERIFY_MANY_CONCURRENCY (50). */
   readonly concurrency?: number;
   readonly perDomain?: number;
-  /** Jobs run at once. Default 2. */
+  /** Jobs run at once (by the in-process runner). Default 2. */
   readonly jobsAtOnce?: number;
+  /**
+   * Where jobs run. Default: in this process, `jobsAtOnce` at a time. `mailverdict/bullmq`'s
+   * runner spreads them over worker processes sharing a Redis store.
+   */
+  readonly runner?: BatchRunnerFactory;
   /** A job's credit hold lasts this long unless its runner renews it. Default 15 minutes. */
   readonly holdTtlMs?: number;
   /** How often a runner renews its hold. Default 1 minute. */
@@ -120,10 +126,9 @@ export function createBatches(
     retryScheduleMs: options.webhookRetryScheduleMs ?? WEBHOOK_RETRY_SCHEDULE_MS,
     timeoutMs: options.webhookTimeoutMs ?? WEBHOOK_TIMEOUT_MS,
   });
-  const runner = createRunner(ctx, filters, {
+  const work = createJobWork(ctx, filters, {
     concurrency: options.concurrency ?? VERIFY_MANY_CONCURRENCY,
     perDomain: options.perDomain ?? VERIFY_MANY_PER_DOMAIN,
-    jobsAtOnce: options.jobsAtOnce ?? 2,
     holdTtlMs: options.holdTtlMs ?? BATCH_HOLD_TTL_MS,
     renewEveryMs: options.renewEveryMs ?? BATCH_RENEW_EVERY_MS,
     flushSize: options.flushSize ?? 256,
@@ -132,6 +137,7 @@ export function createBatches(
     baseUrl,
     webhooks,
   });
+  const runner = (options.runner ?? inProcessRunner({ jobsAtOnce: options.jobsAtOnce ?? 2 }))(work);
   const submit = createSubmit(ctx, {
     callbackPolicy: { allowHttp: options.allowHttpCallbacks === true, allowPrivateNetworks },
     holdTtlMs: options.holdTtlMs ?? BATCH_HOLD_TTL_MS,

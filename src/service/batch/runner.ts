@@ -1,75 +1,36 @@
-import type { MethodName } from '../../engine/methods.js';
-import { UNKNOWN_REASONS, type Verdict } from '../../engine/verdict.js';
-import type {
-  JobRecord,
-  JobResultState,
-  JobResultWrite,
-  LedgerRequest,
-} from '../../ports/store.js';
-import type { ServiceContext } from '../context.js';
-import type { Filters } from '../filters.js';
-import { FILTER_VERDICTS, fixedVerdict } from '../../engine/fixed-verdict.js';
-import { eventOf } from './results.js';
-import { jobHoldRef, jobItemRef, resultOf } from './submit.js';
-import type { WebhookDispatcher } from './webhooks.js';
+import type { JobRecord } from '../../ports/store.js';
+import { failureReason, type JobWork } from './job-work.js';
 
-export interface RunnerSettings {
-  /** Domains verified at once per job (verifyMany's `concurrency`). */
-  readonly concurrency: number;
-  /** Addresses of one domain verified at once (verifyMany's `perDomain`). */
-  readonly perDomain: number;
-  /** Jobs run at once; the others wait their turn. */
-  readonly jobsAtOnce: number;
-  /** How long a job's hold lasts unless renewed (DESIGN 5.3). */
-  readonly holdTtlMs: number;
-  /** How often a working runner renews its hold. */
-  readonly renewEveryMs: number;
-  /** Results stored (and settled) per transaction. */
-  readonly flushSize: number;
-  /** ...or sooner, once the oldest unstored result is this old, so progress shows (slow SMTP). */
-  readonly flushMs: number;
-  readonly retentionMs: number;
-  readonly baseUrl: string;
-  readonly webhooks: WebhookDispatcher;
-}
-
-/** Pending addresses read from the store per page. */
-const PENDING_PAGE = 1_000;
-
-/** A job that cannot go on, with the reason its status will give. */
-class JobFailure extends Error {}
-
-/** A result waiting to be stored: charged (settle) unless it could not be verified. */
-interface Landed {
-  readonly position: number;
-  readonly record: string;
-  readonly state: JobResultState;
-  readonly charge: boolean;
-}
-
-/** The in-process batch runner: a bounded number of jobs at once, each through verifyMany. */
+/** Schedules stored jobs onto the work that verifies them (DESIGN 5.5, 6). */
 export interface BatchRunner {
   start(job: JobRecord): void;
   /** Starts every job left processing, by a restart say; resolves with how many. */
   resume(): Promise<number>;
   /** Stops every job where it is (each resumes on the next start) and waits for them. */
   stop(): Promise<void>;
-  /** Resolves once no job is running or waiting. */
+  /** Resolves once no job is running or waiting in this process. */
   idle(): Promise<void>;
 }
 
-export function createRunner(
-  ctx: ServiceContext,
-  filters: Pick<Filters, 'match'>,
-  settings: RunnerSettings,
-): BatchRunner {
-  const { engine, store, clock } = ctx;
+/**
+ * Makes a service's runner from its job work. The default runs jobs in this process;
+ * `mailverdict/bullmq` spreads their chunks over worker processes.
+ */
+export type BatchRunnerFactory = (work: JobWork) => BatchRunner;
+
+/** The in-process batch runner: a bounded number of jobs at once, each through verifyMany. */
+export function inProcessRunner(options: { jobsAtOnce: number }): BatchRunnerFactory {
+  return (work) => createRunner(work, options.jobsAtOnce);
+}
+
+function createRunner(work: JobWork, jobsAtOnce: number): BatchRunner {
+  const { store } = work.ctx;
   const waiting: JobRecord[] = [];
   const running = new Map<string, Promise<void>>();
   let controller = new AbortController();
 
   function pump(): void {
-    while (running.size < settings.jobsAtOnce && waiting.length > 0) {
+    while (running.size < jobsAtOnce && waiting.length > 0) {
       const job = waiting.shift() as JobRecord;
       const run = runJob(job, controller.signal)
         .catch(() => undefined)
@@ -81,169 +42,15 @@ export function createRunner(
     }
   }
 
-  /** Remaining billable addresses: what a new hold must cover. */
-  async function pendingCount(jobId: string): Promise<number> {
-    let count = 0;
-    let after = -1;
-    for (;;) {
-      const page = await store.pendingJobItems(jobId, after, PENDING_PAGE * 10);
-      if (page.length === 0) return count;
-      count += page.length;
-      after = (page[page.length - 1] as { position: number }).position;
-    }
-  }
-
-  /** The hold lapsed (a long stop, a slow job): reserve what is left under a new reference. */
-  async function rehold(job: JobRecord): Promise<JobRecord> {
-    const remaining = await pendingCount(job.id);
-    if (remaining === 0) return job;
-    const reserve: LedgerRequest = {
-      kind: 'reserve',
-      ref: jobHoldRef(job.id, job.holds + 1),
-      amount: remaining * job.cost,
-      expiresAt: clock.now() + settings.holdTtlMs,
-      note: `batch ${job.id}`,
-    };
-    const outcome = await store.reholdJob(job.accountId, job.id, reserve, clock.now());
-    if (outcome.ok) return outcome.job;
-    if (outcome.code === 'insufficient_credits') {
-      throw new JobFailure(
-        `insufficient_credits: the job's credit hold lapsed and ${outcome.needed} credits are no longer available`,
-      );
-    }
-    throw new JobFailure(
-      `internal_error: the job's credit hold could not be renewed (${outcome.code})`,
-    );
-  }
-
-  async function finish(job: JobRecord, reason: string | null): Promise<void> {
-    const now = clock.now();
-    const status = reason === null ? 'completed' : 'failed';
-    const finish = {
-      status,
-      completedAt: now,
-      failureReason: reason,
-      purgeAt: now + settings.retentionMs,
-    } as const;
-    const finished: JobRecord = { ...job, ...finish };
-    const message = settings.webhooks.message(finished, eventOf(finished, settings.baseUrl), now);
-    const outcome = await store.finishJob(job.accountId, job.id, finish, message, now);
-    if (outcome.ok) ctx.observer?.onJobProgress?.({ processed: 0, event: status });
-    if (outcome.ok && message !== undefined) {
-      settings.webhooks.deliverDue().catch(() => undefined);
-    }
-  }
-
-  async function runJob(start: JobRecord, signal: AbortSignal): Promise<void> {
-    let job = start;
-    const { accountId } = job;
-    ctx.observer?.onJobProgress?.({ processed: 0, event: 'started' });
-    const renew = async () => {
-      if (job.reservation === null) return true;
-      return store.renewHold(accountId, job.reservation, clock.now() + settings.holdTtlMs);
-    };
-    const renewal = setInterval(() => void renew().catch(() => undefined), settings.renewEveryMs);
-    renewal.unref();
-    const landed: Landed[] = [];
-    let lastFlush = clock.now();
-
-    const flush = async () => {
-      lastFlush = clock.now();
-      if (landed.length === 0) return;
-      const batch = landed.splice(0);
-      for (let tries = 0; ; tries++) {
-        const writes = batch.map((item) => writeOf(job, item));
-        const outcome = await store.recordJobResults(accountId, job.id, writes, clock.now());
-        if (outcome.ok) {
-          job = outcome.job;
-          ctx.observer?.onJobProgress?.({ processed: batch.length });
-          return;
-        }
-        const lapsed =
-          outcome.code === 'exceeds_reservation' || outcome.code === 'unknown_reservation';
-        if (!lapsed || tries > 0) {
-          throw new JobFailure(`internal_error: results could not be stored (${outcome.code})`);
-        }
-        job = await rehold(job);
-      }
-    };
-
+  async function runJob(job: JobRecord, signal: AbortSignal): Promise<void> {
+    work.ctx.observer?.onJobProgress?.({ processed: 0, event: 'started' });
     try {
-      if (!(await renew())) job = await rehold(job);
-      const ipFilters = await usesIpFilters(accountId);
-      const positions: number[] = [];
-      const method = job.method as MethodName;
-      async function* addresses(): AsyncGenerator<string> {
-        let after = -1;
-        for (;;) {
-          const page = await store.pendingJobItems(job.id, after, PENDING_PAGE);
-          if (page.length === 0) return;
-          for (const item of page) {
-            after = item.position;
-            if (ipFilters) {
-              const parsed = engine.parse(item.email);
-              const action = parsed.ok ? await filters.match(accountId, parsed, signal) : undefined;
-              if (parsed.ok && action !== undefined) {
-                const verdict = fixedVerdict(
-                  item.email,
-                  parsed,
-                  method,
-                  FILTER_VERDICTS[action],
-                  'filter',
-                );
-                landed.push({ position: item.position, ...resultOf(verdict), charge: false });
-                continue;
-              }
-            }
-            positions.push(item.position);
-            yield item.email;
-          }
-        }
-      }
-
-      const results = engine.verifyMany(addresses(), {
-        method,
-        concurrency: settings.concurrency,
-        perDomain: settings.perDomain,
-        retryGreylisted: true,
-        signal,
-      });
-      for await (const { index, verdict } of results) {
-        landed.push(landedOf(positions[index] as number, verdict));
-        if (landed.length >= settings.flushSize || clock.now() - lastFlush >= settings.flushMs) {
-          await flush();
-        }
-      }
-      await flush();
-      if (signal.aborted) return;
-      const stored = (await store.getJob(accountId, job.id)) ?? job;
-      await finish(
-        stored,
-        stored.processed === stored.totalEmails
-          ? null
-          : `internal_error: ${stored.totalEmails - stored.processed} addresses have no result`,
-      );
+      await work.finish(await work.verify(job, work.pending(job), signal));
     } catch (error) {
-      // Stopped: the job stays processing and resumes, from what is stored, on the next start;
-      // what landed before the stop is stored so that it is not verified again.
-      if (signal.aborted) {
-        await flush().catch(() => undefined);
-        return;
-      }
-      const reason =
-        error instanceof JobFailure
-          ? error.message
-          : `internal_error: ${error instanceof Error ? error.message : String(error)}`;
-      await finish((await store.getJob(accountId, job.id)) ?? job, reason);
-    } finally {
-      clearInterval(renewal);
+      // Stopped: the job stays processing and resumes, from what is stored, on the next start.
+      if (signal.aborted) return;
+      await work.finish(job, failureReason(error));
     }
-  }
-
-  async function usesIpFilters(accountId: string): Promise<boolean> {
-    if (engine.dns.offline === true || engine.dns.addresses === undefined) return false;
-    const prefixes = await store.ipFilterPrefixes(accountId);
-    return prefixes.v4.length > 0 || prefixes.v6.length > 0;
   }
 
   return {
@@ -267,20 +74,4 @@ export function createRunner(
       while (running.size > 0) await Promise.allSettled([...running.values()]);
     },
   };
-}
-
-function landedOf(position: number, verdict: Verdict): Landed {
-  // Results we could not get (DESIGN 5.3's unknown family) are given back, not charged.
-  return { position, ...resultOf(verdict), charge: !UNKNOWN_REASONS.has(verdict.reason) };
-}
-
-/** A landed result with the ledger request that settles (or gives back) its credits. */
-function writeOf(job: JobRecord, item: Landed): JobResultWrite {
-  const { position, record, state } = item;
-  if (job.reservation === null) return { position, record, state };
-  const ref = jobItemRef(job.id, position);
-  const ledger: LedgerRequest = item.charge
-    ? { kind: 'settle', ref, reservation: job.reservation, amount: job.cost }
-    : { kind: 'release', ref, reservation: job.reservation, amount: job.cost, note: 'unverified' };
-  return { position, record, state, ledger };
 }

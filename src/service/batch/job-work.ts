@@ -1,0 +1,272 @@
+import type { MethodName } from '../../engine/methods.js';
+import { UNKNOWN_REASONS, type Verdict } from '../../engine/verdict.js';
+import type {
+  JobRecord,
+  JobResultState,
+  JobResultWrite,
+  LedgerRequest,
+  PendingJobItem,
+} from '../../ports/store.js';
+import type { ServiceContext } from '../context.js';
+import type { Filters } from '../filters.js';
+import { FILTER_VERDICTS, fixedVerdict } from '../../engine/fixed-verdict.js';
+import { eventOf } from './results.js';
+import { jobHoldRef, jobItemRef, resultOf } from './submit.js';
+import type { WebhookDispatcher } from './webhooks.js';
+
+export interface JobWorkSettings {
+  /** Domains verified at once per job (verifyMany's `concurrency`). */
+  readonly concurrency: number;
+  /** Addresses of one domain verified at once (verifyMany's `perDomain`). */
+  readonly perDomain: number;
+  /** How long a job's hold lasts unless renewed (DESIGN 5.3). */
+  readonly holdTtlMs: number;
+  /** How often a working runner renews its hold. */
+  readonly renewEveryMs: number;
+  /** Results stored (and settled) per transaction. */
+  readonly flushSize: number;
+  /** ...or sooner, once the oldest unstored result is this old, so progress shows (slow SMTP). */
+  readonly flushMs: number;
+  readonly retentionMs: number;
+  readonly baseUrl: string;
+  readonly webhooks: WebhookDispatcher;
+}
+
+/** Pending addresses read from the store per page. */
+export const PENDING_PAGE = 1_000;
+
+/** A job that cannot go on, with the reason its status will give. */
+export class JobFailure extends Error {}
+
+/**
+ * What any runner does to a job, wherever it runs (this process, or a queue's worker): verify
+ * some of its pending addresses and store their results, then finish it. Runners differ only
+ * in how they split and schedule that work.
+ */
+export interface JobWork {
+  /**
+   * Verifies `items` (pending addresses of `job`) and stores each result with the ledger
+   * request that pays for it, in flushes; renews the job's hold while it works and remakes it
+   * if it lapsed. Resolves with the job as last stored; rejects with a JobFailure when the job
+   * cannot go on, or with the signal's reason when stopped (what landed is stored first).
+   */
+  verify(
+    job: JobRecord,
+    items: AsyncIterable<PendingJobItem>,
+    signal: AbortSignal,
+  ): Promise<JobRecord>;
+  /**
+   * Finishes the job as stored now: completed when every position has its result, else failed
+   * with `reason` (or a count of what is missing); queues its webhook. Idempotent: a job
+   * finished already stays as it is, with its one webhook.
+   */
+  finish(job: JobRecord, reason?: string | null): Promise<void>;
+  /** Every pending address of the job, page by page from the store. */
+  pending(job: JobRecord): AsyncIterable<PendingJobItem>;
+  readonly ctx: ServiceContext;
+  readonly settings: JobWorkSettings;
+}
+
+/** A result waiting to be stored: charged (settle) unless it could not be verified. */
+interface Landed {
+  readonly position: number;
+  readonly record: string;
+  readonly state: JobResultState;
+  readonly charge: boolean;
+}
+
+export function createJobWork(
+  ctx: ServiceContext,
+  filters: Pick<Filters, 'match'>,
+  settings: JobWorkSettings,
+): JobWork {
+  const { engine, store, clock } = ctx;
+
+  async function* pending(job: JobRecord): AsyncGenerator<PendingJobItem> {
+    let after = -1;
+    for (;;) {
+      const page = await store.pendingJobItems(job.id, after, PENDING_PAGE);
+      if (page.length === 0) return;
+      after = (page[page.length - 1] as PendingJobItem).position;
+      yield* page;
+    }
+  }
+
+  /** Remaining billable addresses: what a new hold must cover. */
+  async function pendingCount(jobId: string): Promise<number> {
+    let count = 0;
+    let after = -1;
+    for (;;) {
+      const page = await store.pendingJobItems(jobId, after, PENDING_PAGE * 10);
+      if (page.length === 0) return count;
+      count += page.length;
+      after = (page[page.length - 1] as PendingJobItem).position;
+    }
+  }
+
+  /** The hold lapsed (a long stop, a slow job): reserve what is left under a new reference. */
+  async function rehold(job: JobRecord): Promise<JobRecord> {
+    const remaining = await pendingCount(job.id);
+    if (remaining === 0) return job;
+    const reserve: LedgerRequest = {
+      kind: 'reserve',
+      ref: jobHoldRef(job.id, job.holds + 1),
+      amount: remaining * job.cost,
+      expiresAt: clock.now() + settings.holdTtlMs,
+      note: `batch ${job.id}`,
+    };
+    const outcome = await store.reholdJob(job.accountId, job.id, reserve, clock.now());
+    if (outcome.ok) return outcome.job;
+    if (outcome.code === 'insufficient_credits') {
+      throw new JobFailure(
+        `insufficient_credits: the job's credit hold lapsed and ${outcome.needed} credits are no longer available`,
+      );
+    }
+    throw new JobFailure(
+      `internal_error: the job's credit hold could not be renewed (${outcome.code})`,
+    );
+  }
+
+  async function finish(job: JobRecord, reason: string | null = null): Promise<void> {
+    const stored = (await store.getJob(job.accountId, job.id)) ?? job;
+    if (stored.status !== 'processing') return;
+    const missing = stored.totalEmails - stored.processed;
+    const failure =
+      reason ?? (missing === 0 ? null : `internal_error: ${missing} addresses have no result`);
+    const now = clock.now();
+    const status = failure === null ? 'completed' : 'failed';
+    const finishing = {
+      status,
+      completedAt: now,
+      failureReason: failure,
+      purgeAt: now + settings.retentionMs,
+    } as const;
+    const finished: JobRecord = { ...stored, ...finishing };
+    const message = settings.webhooks.message(finished, eventOf(finished, settings.baseUrl), now);
+    const outcome = await store.finishJob(stored.accountId, stored.id, finishing, message, now);
+    if (outcome.ok) ctx.observer?.onJobProgress?.({ processed: 0, event: status });
+    if (outcome.ok && message !== undefined) {
+      settings.webhooks.deliverDue().catch(() => undefined);
+    }
+  }
+
+  async function verify(
+    start: JobRecord,
+    items: AsyncIterable<PendingJobItem>,
+    signal: AbortSignal,
+  ): Promise<JobRecord> {
+    let job = start;
+    const { accountId } = job;
+    const renew = async () => {
+      if (job.reservation === null) return true;
+      return store.renewHold(accountId, job.reservation, clock.now() + settings.holdTtlMs);
+    };
+    const renewal = setInterval(() => void renew().catch(() => undefined), settings.renewEveryMs);
+    renewal.unref();
+    const landed: Landed[] = [];
+    let lastFlush = clock.now();
+
+    const flush = async () => {
+      lastFlush = clock.now();
+      if (landed.length === 0) return;
+      const batch = landed.splice(0);
+      for (let tries = 0; ; tries++) {
+        const writes = batch.map((item) => writeOf(job, item));
+        const outcome = await store.recordJobResults(accountId, job.id, writes, clock.now());
+        if (outcome.ok) {
+          job = outcome.job;
+          ctx.observer?.onJobProgress?.({ processed: batch.length });
+          return;
+        }
+        const lapsed =
+          outcome.code === 'exceeds_reservation' || outcome.code === 'unknown_reservation';
+        if (!lapsed || tries > 0) {
+          throw new JobFailure(`internal_error: results could not be stored (${outcome.code})`);
+        }
+        job = await rehold(job);
+      }
+    };
+
+    try {
+      if (!(await renew())) job = await rehold(job);
+      const ipFilters = await usesIpFilters(accountId);
+      const positions: number[] = [];
+      const method = job.method as MethodName;
+      async function* addresses(): AsyncGenerator<string> {
+        for await (const item of items) {
+          if (ipFilters) {
+            const parsed = engine.parse(item.email);
+            const action = parsed.ok ? await filters.match(accountId, parsed, signal) : undefined;
+            if (parsed.ok && action !== undefined) {
+              const verdict = fixedVerdict(
+                item.email,
+                parsed,
+                method,
+                FILTER_VERDICTS[action],
+                'filter',
+              );
+              landed.push({ position: item.position, ...resultOf(verdict), charge: false });
+              continue;
+            }
+          }
+          positions.push(item.position);
+          yield item.email;
+        }
+      }
+
+      const results = engine.verifyMany(addresses(), {
+        method,
+        concurrency: settings.concurrency,
+        perDomain: settings.perDomain,
+        retryGreylisted: true,
+        signal,
+      });
+      for await (const { index, verdict } of results) {
+        landed.push(landedOf(positions[index] as number, verdict));
+        if (landed.length >= settings.flushSize || clock.now() - lastFlush >= settings.flushMs) {
+          await flush();
+        }
+      }
+      await flush();
+      signal.throwIfAborted();
+      return job;
+    } catch (error) {
+      // Stopped: what landed before the stop is stored, so that it is not verified again.
+      if (signal.aborted) await flush().catch(() => undefined);
+      throw error;
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  async function usesIpFilters(accountId: string): Promise<boolean> {
+    if (engine.dns.offline === true || engine.dns.addresses === undefined) return false;
+    const prefixes = await store.ipFilterPrefixes(accountId);
+    return prefixes.v4.length > 0 || prefixes.v6.length > 0;
+  }
+
+  return { verify, finish, pending, ctx, settings };
+}
+
+/** The reason a failed job's status gives for `error`. */
+export function failureReason(error: unknown): string {
+  return error instanceof JobFailure
+    ? error.message
+    : `internal_error: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+function landedOf(position: number, verdict: Verdict): Landed {
+  // Results we could not get (DESIGN 5.3's unknown family) are given back, not charged.
+  return { position, ...resultOf(verdict), charge: !UNKNOWN_REASONS.has(verdict.reason) };
+}
+
+/** A landed result with the ledger request that settles (or gives back) its credits. */
+function writeOf(job: JobRecord, item: Landed): JobResultWrite {
+  const { position, record, state } = item;
+  if (job.reservation === null) return { position, record, state };
+  const ref = jobItemRef(job.id, position);
+  const ledger: LedgerRequest = item.charge
+    ? { kind: 'settle', ref, reservation: job.reservation, amount: job.cost }
+    : { kind: 'release', ref, reservation: job.reservation, amount: job.cost, note: 'unverified' };
+  return { position, record, state, ledger };
+}
