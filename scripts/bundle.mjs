@@ -22,6 +22,7 @@ export const ENTRY_POINTS = {
   sqlite: 'src/sqlite.ts',
   http: 'src/http.ts',
   node: 'src/node.ts',
+  bullmq: 'src/bullmq.ts',
   'cli/bin': 'src/cli/bin.ts',
 };
 

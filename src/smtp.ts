@@ -20,6 +20,7 @@ export {
   SMTP_PORT,
 } from './adapters/node-smtp.js';
 export type { NodeSmtpOptions } from './adapters/node-smtp.js';
+export type { SharedHostSlots } from './smtp/connection-limits.js';
 export { MAX_CONNECTIONS_PER_PROXY } from './adapters/socks-connect.js';
 export { parseProxyUrl } from './smtp/proxy-url.js';
 export type { ProxySpec } from './smtp/proxy-url.js';

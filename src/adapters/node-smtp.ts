@@ -10,7 +10,7 @@ import type {
 } from '../ports/smtp.js';
 import { literalAddress } from '../address/ip-literal.js';
 import { isSafeArgument } from '../smtp/commands.js';
-import { ConnectionLimits } from '../smtp/connection-limits.js';
+import { ConnectionLimits, type SharedHostSlots } from '../smtp/connection-limits.js';
 import { MAX_REPLY_BYTES, ReplyReader, type SmtpReply } from '../smtp/reply.js';
 import {
   ProbeSession,
@@ -58,6 +58,12 @@ export interface NodeSmtpOptions {
   readonly maxReplyBytes?: number;
   readonly maxConnectionsPerHost?: number;
   readonly maxConnections?: number;
+  /**
+   * A per-host limit that other processes share (`createRedisHostSlots` from
+   * mailverdict/bullmq): with several workers, each session also holds one of its slots, so
+   * scaling out never opens more sessions to one mail host than it allows.
+   */
+  readonly sharedHostSlots?: SharedHostSlots;
   readonly recipientsPerSession?: number;
   readonly recipientsPerTransaction?: number;
   /** How many MX hosts one probe tries, in order, when a host cannot be reached or says 421. */
@@ -79,8 +85,12 @@ export interface NodeSmtpOptions {
 }
 
 type Resolved = Required<
-  Omit<NodeSmtpOptions, 'tls' | 'onWarning' | 'proxies' | 'maxConnectionsPerProxy'>
+  Omit<
+    NodeSmtpOptions,
+    'tls' | 'onWarning' | 'proxies' | 'maxConnectionsPerProxy' | 'sharedHostSlots'
+  >
 > & {
+  readonly sharedHostSlots: SharedHostSlots | undefined;
   readonly startTls: boolean;
   readonly rejectUnauthorized: boolean;
   /** Absent when probes connect directly. */
@@ -150,8 +160,24 @@ function resolveOptions(options: NodeSmtpOptions): Resolved {
     maxHostsPerProbe: Math.max(1, options.maxHostsPerProbe ?? MAX_HOSTS_PER_PROBE),
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     proxies: proxyPool(options),
+    sharedHostSlots: options.sharedHostSlots,
     resolveHost: options.resolveHost ?? (() => Promise.resolve([])),
   };
+}
+
+/** The shared slot, a no-op without shared slots, or undefined when none could be had. */
+async function acquireShared(
+  slots: SharedHostSlots | undefined,
+  target: string,
+  signal: AbortSignal | undefined,
+): Promise<(() => void) | undefined> {
+  if (slots === undefined) return () => {};
+  try {
+    return await slots.acquire(target, signal);
+  } catch (error) {
+    if (signal?.aborted === true) throw error;
+    return undefined;
+  }
 }
 
 function proxyPool(options: NodeSmtpOptions): ProxyPool | undefined {
@@ -268,8 +294,14 @@ async function sessionOnHost(
     recipientsPerTransaction: options.recipientsPerTransaction,
   });
   const release = await limits.acquire(target, signal);
+  let releaseShared: (() => void) | undefined;
   try {
-    if (options.proxies === undefined) {
+    releaseShared = await acquireShared(options.sharedHostSlots, target, signal);
+    if (releaseShared === undefined) {
+      // No shared slot could be had (its store is away): we may not know how busy the host
+      // is, so we do not connect; every recipient is unknown, never a mailbox's answer.
+      session.onError('no_connect');
+    } else if (options.proxies === undefined) {
       await runSession(session, target, host, options, countConnection, signal);
     } else {
       // The target was checked by the policy already: the proxy is only asked for that IP.
@@ -292,6 +324,7 @@ async function sessionOnHost(
       }
     }
   } finally {
+    releaseShared?.();
     release();
   }
   if (session.failure !== 'tls_failed' || !startTls) return session;

@@ -55,7 +55,9 @@ describe('entry points', () => {
         input.includes('sqlite') ||
         input === 'src/adapters/node-smtp.ts' ||
         input.startsWith('src/http/') ||
-        /external:(?:rate-limiter-flexible|better-sqlite3|tldts|ipaddr\.js|commander)/.test(input),
+        /external:(?:rate-limiter-flexible|better-sqlite3|tldts|ipaddr\.js|commander|bullmq|ioredis)/.test(
+          input,
+        ),
     );
     expect(forbidden).toEqual([]);
     expect(inputs.has('src/engine/engine.ts')).toBe(true);

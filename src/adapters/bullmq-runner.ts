@@ -1,0 +1,216 @@
+import { FlowProducer, Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { JobRecord, PendingJobItem } from '../ports/store.js';
+import { chunkByDomain } from '../service/batch/chunks.js';
+import { failureReason, JobFailure, type JobWork } from '../service/batch/job-work.js';
+import type { BatchRunner, BatchRunnerFactory } from '../service/batch/runner.js';
+
+export interface BullmqRunnerOptions {
+  /** The Redis that holds the queue: a URL (`redis://host:port/db`) or ioredis options. */
+  readonly connection: string | RedisOptions;
+  /** Default `mailverdict-batch`. Every API and worker process of one deployment shares it. */
+  readonly queueName?: string;
+  /**
+   * Verify chunks in this process (`mailverdict worker`). Default false: the process only
+   * queues the jobs it takes (`mailverdict serve --redis`).
+   */
+  readonly work?: boolean;
+  /** Chunks this process verifies at once. Default 2. */
+  readonly concurrency?: number;
+  /** Addresses per chunk (a domain's addresses stay together when they fit). Default 500. */
+  readonly chunkSize?: number;
+  /**
+   * How long a worker's claim on a chunk lasts without being renewed (BullMQ renews it at
+   * half this while the worker lives). A killed worker's chunk goes to another after it.
+   * Default 30 s.
+   */
+  readonly lockMs?: number;
+  /** How often processing jobs are checked for a missing queue entry. Default 30 s. */
+  readonly reconcileMs?: number;
+}
+
+/** A chunk: positions of one job, most of one or a few domains. */
+interface ChunkData {
+  readonly accountId: string;
+  readonly jobId: string;
+  readonly positions: readonly number[];
+}
+
+/** The job's last step, run once every chunk has ended: it finishes the job. */
+interface FinishData {
+  readonly accountId: string;
+  readonly jobId: string;
+}
+
+const CHUNK = 'chunk';
+const FINISH = 'finish';
+/** Retries of a chunk that failed (Redis or the store down meanwhile), with backoff. */
+const CHUNK_ATTEMPTS = 20;
+/**
+ * A chunk whose worker died is given to another this many times before it counts as failed;
+ * the finish step then verifies what is left, so even that loses nothing.
+ */
+const MAX_STALLS = 50;
+const KEEP_ENDED_SECONDS = 7 * 86_400;
+
+/**
+ * The batch runner on BullMQ (DESIGN 6): a job becomes a flow, one child per chunk of its
+ * pending addresses grouped by domain, and a parent that finishes the job once every chunk
+ * has ended. Workers in any number of processes take chunks; each chunk verifies only the
+ * positions still without a result and stores them with their settles (the store skips a
+ * position stored already, and a ledger reference never applies twice), so a chunk retried
+ * after its worker died re-verifies and re-charges nothing that was stored. The job finishes
+ * once (`finishJob` answers a finished job as it stands) and its webhook leaves the shared
+ * outbox once (a lease per attempt).
+ *
+ * @example
+ * const runner = bullmqBatchRunner({ connection: 'redis://127.0.0.1:6379', work: true });
+ * const service = createService({ engine, store: createRedisStore(url), batch: { runner } });
+ * await service.start();
+ */
+export function bullmqBatchRunner(options: BullmqRunnerOptions): BatchRunnerFactory {
+  return (work) => createBullmqRunner(work, options);
+}
+
+function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchRunner {
+  const { store } = work.ctx;
+  const queueName = options.queueName ?? 'mailverdict-batch';
+  const chunkSize = options.chunkSize ?? 500;
+  const lockMs = options.lockMs ?? 30_000;
+  let parts: Parts | undefined;
+  let stopping = new AbortController();
+  let reconciler: ReturnType<typeof setInterval> | undefined;
+
+  interface Parts {
+    readonly producer: FlowProducer;
+    readonly queue: Queue;
+    readonly worker: Worker | undefined;
+    readonly connections: readonly Redis[];
+  }
+
+  function open(): Parts {
+    if (parts !== undefined) return parts;
+    // Producers fail fast while Redis is away (a submission then says so, and the reconciler
+    // queues its job later); the worker's blocking connection waits for Redis to come back.
+    const producerConnection = connect(options.connection, { maxRetriesPerRequest: 2 });
+    const connections = [producerConnection];
+    const producer = new FlowProducer({ connection: producerConnection as ConnectionOptions });
+    const queue = new Queue(queueName, { connection: producerConnection as ConnectionOptions });
+    let worker: Worker | undefined;
+    if (options.work === true) {
+      const workerConnection = connect(options.connection, { maxRetriesPerRequest: null });
+      connections.push(workerConnection);
+      worker = new Worker(queueName, (job, _token, signal) => processJob(job, signal), {
+        connection: workerConnection as ConnectionOptions,
+        concurrency: options.concurrency ?? 2,
+        lockDuration: lockMs,
+        stalledInterval: Math.max(1_000, Math.floor(lockMs / 2)),
+        maxStalledCount: MAX_STALLS,
+      });
+      // Errors here are Redis going away and coming back: BullMQ reconnects by itself.
+      worker.on('error', () => undefined);
+    }
+    for (const connection of connections) connection.on('error', () => undefined);
+    parts = { producer, queue, worker, connections };
+    return parts;
+  }
+
+  /** Queues the job's flow unless it is queued already (any process may ask, any time). */
+  async function enqueue(job: JobRecord): Promise<void> {
+    const { producer, queue } = open();
+    if ((await queue.getJob(job.id)) !== undefined) return;
+    const pending: PendingJobItem[] = [];
+    for await (const item of work.pending(job)) pending.push(item);
+    const retries = {
+      attempts: CHUNK_ATTEMPTS,
+      backoff: { type: 'exponential', delay: 1_000 },
+      removeOnComplete: { age: KEEP_ENDED_SECONDS },
+      removeOnFail: { age: KEEP_ENDED_SECONDS },
+    };
+    // One atomic add: the parent and every chunk, or nothing. Ids come from the job, so a
+    // second add of the same job (two processes resuming it) adds nothing.
+    await producer.add({
+      name: FINISH,
+      queueName,
+      data: { accountId: job.accountId, jobId: job.id } satisfies FinishData,
+      opts: { jobId: job.id, ...retries },
+      children: chunkByDomain(pending, chunkSize).map((positions, index) => ({
+        name: CHUNK,
+        queueName,
+        data: { accountId: job.accountId, jobId: job.id, positions } satisfies ChunkData,
+        // A chunk that fails for good still lets the finish step run (it mops up).
+        opts: { jobId: `${job.id}-${index}`, ignoreDependencyOnFailure: true, ...retries },
+      })),
+    });
+    work.ctx.observer?.onJobProgress?.({ processed: 0, event: 'started' });
+  }
+
+  async function processJob(bullJob: Job, signal: AbortSignal | undefined): Promise<void> {
+    const data = bullJob.data as ChunkData | FinishData;
+    const job = await store.getJob(data.accountId, data.jobId);
+    if (job?.status !== 'processing') return;
+    const stop =
+      signal === undefined ? stopping.signal : AbortSignal.any([signal, stopping.signal]);
+    try {
+      if (bullJob.name === CHUNK) {
+        const items = await store.pendingJobItemsAt(job.id, (data as ChunkData).positions);
+        if (items.length > 0) await work.verify(job, listed(items), stop);
+      } else {
+        // Every chunk has ended; what a chunk that failed for good left is verified here.
+        await work.finish(await work.verify(job, work.pending(job), stop));
+      }
+    } catch (error) {
+      // A job that cannot go on fails now, with its reason; anything else (Redis or the store
+      // away, this worker stopping) is thrown for BullMQ to retry the chunk.
+      if (error instanceof JobFailure) await work.finish(job, failureReason(error));
+      else throw error;
+    }
+  }
+
+  async function reconcile(): Promise<number> {
+    const jobs = await store.listJobs('processing');
+    for (const job of jobs) await enqueue(job);
+    return jobs.length;
+  }
+
+  return {
+    start(job) {
+      // A job not queued now (Redis away) is queued by the next reconcile.
+      enqueue(job).catch(() => undefined);
+    },
+    async resume() {
+      open();
+      reconciler ??= setInterval(
+        () => void reconcile().catch(() => undefined),
+        options.reconcileMs ?? 30_000,
+      );
+      reconciler.unref();
+      return reconcile();
+    },
+    async stop() {
+      if (reconciler !== undefined) clearInterval(reconciler);
+      reconciler = undefined;
+      stopping.abort(new Error('The batch worker stopped.'));
+      const closing = parts;
+      parts = undefined;
+      if (closing !== undefined) {
+        await closing.worker?.close();
+        await Promise.allSettled([closing.producer.close(), closing.queue.close()]);
+        for (const connection of closing.connections) connection.disconnect();
+      }
+      stopping = new AbortController();
+    },
+    // Chunks run wherever a worker takes them: their progress shows in the job's status.
+    async idle() {},
+  };
+}
+
+function connect(connection: string | RedisOptions, overrides: RedisOptions): Redis {
+  return typeof connection === 'string'
+    ? new Redis(connection, overrides)
+    : new Redis({ ...connection, ...overrides });
+}
+
+async function* listed(items: readonly PendingJobItem[]): AsyncGenerator<PendingJobItem> {
+  yield* items;
+}
