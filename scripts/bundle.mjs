@@ -20,6 +20,7 @@ export const ENTRY_POINTS = {
   smtp: 'src/smtp.ts',
   testing: 'src/testing.ts',
   sqlite: 'src/sqlite.ts',
+  redis: 'src/redis.ts',
   http: 'src/http.ts',
   node: 'src/node.ts',
   bullmq: 'src/bullmq.ts',

@@ -53,6 +53,7 @@ describe('entry points', () => {
         input.startsWith('src/service/') ||
         input.startsWith('src/store/') ||
         input.includes('sqlite') ||
+        input.includes('redis') ||
         input === 'src/adapters/node-smtp.ts' ||
         input.startsWith('src/http/') ||
         /external:(?:rate-limiter-flexible|better-sqlite3|tldts|ipaddr\.js|commander|bullmq|ioredis)/.test(

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { LedgerEntry } from '../../src/ports/store.js';
 import type { LedgerRequest } from '../../src/service/ledger.js';
 import type { PlanName } from '../../src/service/plans.js';
+import { createRedisStore } from '../../src/redis.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { fcParams } from '../helpers/fast-check.js';
 import {
@@ -18,15 +19,18 @@ import {
   type LedgerSystem,
   type Outcome,
 } from '../helpers/ledger-system.js';
+import { redisAvailable, startRedisServer } from '../helpers/redis-server.js';
 
 /**
  * Model-based test of the credits ledger (DESIGN 5.3): random sequences of grants, reserves,
  * settles, releases, refunds, verifies (with and without idempotency keys, reused with the
  * same and with different requests, and copies of one request at once), plan changes, and
  * moves of the clock past every hold's expiry followed by the sweep, run against the service
- * and against a plain model of what each should do. On SQLite the service runs in a child
- * process that is SIGKILLed at every commit point, sometimes with a request in flight, and
- * reopened; the model then takes in whatever the interrupted request wrote. After every step:
+ * and against a plain model of what each should do. On memory and Redis the service runs in
+ * the test's process; on SQLite and Redis it also runs in a child process that is SIGKILLed at
+ * every commit point, sometimes with a request in flight, and restarted; the model then takes
+ * in whatever the interrupted request wrote. (On Redis this is what shows that the ledger's
+ * TypeScript rules, applied through guarded writes, hold there too.) After every step:
  * the balances match the model, available + reserved + used = total, the balance is the sum
  * of the entries and never negative, no reference appears twice, and after a sweep no hold
  * older than its expiry remains.
@@ -248,7 +252,7 @@ interface Real {
   crash?: (step: Step, writes: number, offset: number) => Promise<void>;
 }
 
-/** The service in a child process on a SQLite file, restartable after a SIGKILL. */
+/** The service in a child process on a SQLite file or Redis, restartable after a SIGKILL. */
 class ChildSystem {
   private child!: ChildProcessWithoutNullStreams;
   private pending = new Map<
@@ -257,15 +261,23 @@ class ChildSystem {
   >();
   private nextId = 1;
 
+  /** `location`: a SQLite file, or a Redis URL with the key prefix of the run. */
   constructor(
-    private readonly path: string,
+    private readonly location: string,
     private readonly offline: boolean,
+    private readonly keyPrefix = '',
   ) {}
 
   /** Starts the process with its clock `offset` ms ahead of Date.now. */
   async start(offset = 0): Promise<void> {
     const script = new URL('../helpers/ledger-child.ts', import.meta.url).pathname;
-    const args = [script, this.path, String(offset), this.offline ? 'offline' : 'online'];
+    const args = [
+      script,
+      this.location,
+      String(offset),
+      this.offline ? 'offline' : 'online',
+      this.keyPrefix,
+    ];
     this.child = spawn(process.execPath, ['--import', 'tsx', ...args]);
     this.pending = new Map();
     const ready = new Promise<void>((resolve, reject) => {
@@ -593,31 +605,93 @@ describe('credits ledger against a model', () => {
 
   it('holds on SQLite in a process killed with SIGKILL between and during steps', async () => {
     let run = 0;
-    await fc.assert(
-      fc.asyncProperty(commandsArb(true), async (commands) => {
-        // Runs alternate between the asynchronous path (reserve, verify, settle: two commits)
-        // and the synchronous one (one commit per verify).
-        const offline = run % 2 === 1;
-        const child = new ChildSystem(join(dir, `model-${run++}.db`), offline);
-        await child.start();
-        try {
-          const system = child.asSystem();
-          const accountId = await system.setup();
-          const real: Real = {
-            system,
-            accountId,
-            crash: async (step, writes, offset) => {
-              const [op, ...args] = callOf(step, accountId);
-              await child.crashDuring(writes, op, ...args);
-              await child.start(offset);
-            },
-          };
-          await fc.asyncModelRun(() => ({ model: newModel(offline), real }), commands);
-        } finally {
-          child.stop();
-        }
-      }),
-      fcParams({ numRuns: 12 }),
+    await holdsThroughCrashes(
+      (offline) => new ChildSystem(join(dir, `model-${run++}.db`), offline),
+      12,
     );
   }, 300_000);
+
+  it.runIf(redisAvailable())(
+    'holds on Redis',
+    async () => {
+      const server = await startRedisServer();
+      let run = 0;
+      try {
+        await fc.assert(
+          fc.asyncProperty(commandsArb(false), fc.boolean(), async (commands, offline) => {
+            const clock = shiftingClock();
+            const store = createRedisStore(server.url, {
+              keyPrefix: `model-${run++}:`,
+              holdSweepMs: 0,
+            });
+            try {
+              const system = ledgerSystem(modelService(store, clock, offline), clock);
+              const accountId = await system.setup();
+              await fc.asyncModelRun(
+                () => ({ model: newModel(offline), real: { system, accountId } }),
+                commands,
+              );
+            } finally {
+              await store.close();
+            }
+          }),
+          fcParams({ numRuns: 200 }),
+        );
+      } finally {
+        await server.close();
+      }
+    },
+    300_000,
+  );
+
+  it.runIf(redisAvailable())(
+    'holds on Redis with its client process killed with SIGKILL between and during steps',
+    async () => {
+      const server = await startRedisServer();
+      let run = 0;
+      try {
+        await holdsThroughCrashes(
+          (offline) => new ChildSystem(server.url, offline, `model-${run++}:`),
+          8,
+        );
+      } finally {
+        await server.close();
+      }
+    },
+    300_000,
+  );
 });
+
+/** Runs the model against a child process that is killed and restarted at commit points. */
+async function holdsThroughCrashes(
+  childFor: (offline: boolean) => ChildSystem,
+  numRuns: number,
+): Promise<void> {
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(commandsArb(true), async (commands) => {
+      // Runs alternate between the asynchronous path (reserve, verify, settle: two commits)
+      // and the synchronous one (one commit per verify).
+      const offline = run++ % 2 === 1;
+      const child = childFor(offline);
+      await child.start();
+      try {
+        const system = child.asSystem();
+        const accountId = await system.setup();
+        const real: Real = {
+          system,
+          accountId,
+          crash: async (step, writes, offset) => {
+            const [op, ...args] = callOf(step, accountId);
+            await child.crashDuring(writes, op, ...args);
+            await child.start(offset);
+          },
+        };
+        await fc.asyncModelRun(() => ({ model: newModel(offline), real }), commands);
+      } finally {
+        child.stop();
+      }
+    }),
+    fcParams({ numRuns }),
+  );
+}

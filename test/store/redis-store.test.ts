@@ -1,0 +1,303 @@
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import type { NewJobItem, RateCounter, Store } from '../../src/ports/store.js';
+import { createRedisStore, type RedisStoreOptions } from '../../src/redis.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
+import { account, storeContract } from './contract.js';
+
+const available = redisAvailable();
+// One server for the file; each store has a key prefix of its own, so none sees another's.
+const server = available ? await startRedisServer() : undefined;
+const shared = server === undefined ? undefined : new Redis(server.url);
+afterAll(async () => {
+  shared?.disconnect();
+  await server?.close();
+});
+let stores = 0;
+const prefix = () => `mv-test-${stores++}:`;
+
+/**
+ * The Redis store for the contract suite. Its rate windows run on Redis's clock (the limiter's
+ * key expiry), one clock for every process, which a test cannot move: the contract's window
+ * test moves Date.now alone. While a test fakes Date, counters are the memory store's; every
+ * other test counts on Redis, and "redis rate counters" below checks windows on real time.
+ */
+function contractStore(redis: string | Redis, options: RedisStoreOptions): Store {
+  const store = createRedisStore(redis, options);
+  const onTheFakeClock = createMemoryStore({ holdSweepMs: 0 });
+  return {
+    ...store,
+    rateCounter: (name, windowMs) =>
+      (vi.isFakeTimers() ? onTheFakeClock : store).rateCounter(name, windowMs),
+    async close() {
+      await onTheFakeClock.close();
+      await store.close();
+    },
+  };
+}
+
+if (server !== undefined && shared !== undefined) {
+  storeContract('redis (its own connection)', () =>
+    contractStore(server.url, { keyPrefix: prefix(), holdSweepMs: 0 }),
+  );
+  storeContract('redis (a client it was given)', () =>
+    contractStore(shared, { keyPrefix: prefix(), holdSweepMs: 0 }),
+  );
+} else {
+  it.skip('redis-server is not installed: the Redis store is not tested here', () => {});
+}
+
+describe.runIf(server !== undefined)('redis store', () => {
+  const url = () => (server as RedisTestServer).url;
+
+  it('lets 50 concurrent commits on one account through two connections, each once', async () => {
+    const keyPrefix = prefix();
+    const first = createRedisStore(url(), { keyPrefix, holdSweepMs: 0 });
+    const second = createRedisStore(url(), { keyPrefix, holdSweepMs: 0 });
+    try {
+      await first.insertAccount(account('acct_a'));
+      await first.applyLedger('acct_a', { kind: 'grant', ref: 'g', amount: 30 }, 1);
+      const started = Date.now();
+      const outcomes = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          (i % 2 === 0 ? first : second).commitLedger(
+            'acct_a',
+            {
+              requests: [
+                { kind: 'reserve', ref: `r${i}`, amount: 1 },
+                { kind: 'settle', ref: `s${i}`, reservation: `r${i}`, amount: 1 },
+              ],
+            },
+            2,
+          ),
+        ),
+      );
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(outcomes.filter((outcome) => outcome.ok)).toHaveLength(30);
+      expect(await second.balance('acct_a')).toEqual({
+        available: 0,
+        reserved: 0,
+        used: 30,
+        total: 30,
+      });
+      const entries = await first.ledgerEntries('acct_a');
+      expect(entries).toHaveLength(61);
+      // Seqs ascend in the order the writes landed, whichever connection wrote.
+      expect(entries.map((entry) => entry.seq)).toEqual(
+        [...entries.map((entry) => entry.seq)].sort((a, b) => a - b),
+      );
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  it('keeps balances near Number.MAX_SAFE_INTEGER exact', async () => {
+    const store = createRedisStore(url(), { keyPrefix: prefix(), holdSweepMs: 0 });
+    try {
+      await store.insertAccount(account('acct_a'));
+      // Grants of the largest amount, a hundred a commit, up to a total just under the bound.
+      const largest = 1_000_000_000_000;
+      const total = Math.floor(Number.MAX_SAFE_INTEGER / largest) * largest;
+      const grants = Array.from({ length: total / largest }, (_, i) => ({
+        kind: 'grant' as const,
+        ref: `g${i}`,
+        amount: largest,
+      }));
+      for (let i = 0; i < grants.length; i += 100) {
+        await store.commitLedger('acct_a', { requests: grants.slice(i, i + 100) }, 1);
+      }
+      await store.applyLedger('acct_a', { kind: 'reserve', ref: 'r', amount: 999_999_999_999 }, 2);
+      await store.applyLedger(
+        'acct_a',
+        { kind: 'settle', ref: 's', reservation: 'r', amount: 333_333_333_333 },
+        3,
+      );
+      const balance = await store.balance('acct_a');
+      expect(balance).toEqual({
+        available: total - 999_999_999_999,
+        reserved: 666_666_666_666,
+        used: 333_333_333_333,
+        total,
+      });
+      const entries = await store.ledgerEntries('acct_a');
+      expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(balance.available);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
+  it('stores a job of 20,000 addresses in one write, and pages through it', async () => {
+    const store = createRedisStore(url(), { keyPrefix: prefix(), holdSweepMs: 0 });
+    try {
+      await store.insertAccount(account('acct_a'));
+      await store.applyLedger('acct_a', { kind: 'grant', ref: 'g', amount: 20_000 }, 1);
+      // Every tenth address repeats the one before it; the last ten are known at submission.
+      const items: NewJobItem[] = Array.from({ length: 20_000 }, (_, i) => ({
+        email: `user${i}@example.org`,
+        billable: i % 10 !== 9 && i < 19_990,
+        duplicateOf: i % 10 === 9 ? i - 1 : null,
+        result: i >= 19_990 ? { record: `{"n":${i}}`, state: 'risky' } : null,
+      }));
+      const billable = items.filter((item) => item.billable).length;
+      const created = await store.createJob(
+        {
+          id: 'job_big',
+          accountId: 'acct_a',
+          method: 'quick',
+          status: 'processing',
+          totalEmails: items.length,
+          billable,
+          cost: 1,
+          reservation: 'hold',
+          holds: 1,
+          callbackUrl: null,
+          processed: 0,
+          valid: 0,
+          invalid: 0,
+          risky: 0,
+          createdAt: 1,
+          completedAt: null,
+          failureReason: null,
+          purgeAt: null,
+        },
+        items,
+        { requests: [{ kind: 'reserve', ref: 'hold', amount: billable }] },
+        1,
+      );
+      expect(created).toMatchObject({ ok: true, job: { processed: 10, risky: 10 } });
+      const pending = await store.pendingJobItems('job_big', 17_999, 100_000);
+      expect(pending).toHaveLength(1_791);
+      expect(pending[0]).toEqual({ position: 18_000, email: 'user18000@example.org' });
+      const recorded = await store.recordJobResults(
+        'acct_a',
+        'job_big',
+        pending.map(({ position }) => ({
+          position,
+          record: `{"n":${position}}`,
+          state: 'deliverable' as const,
+          ledger: { kind: 'settle' as const, ref: `s${position}`, reservation: 'hold', amount: 1 },
+        })),
+        2,
+      );
+      // Each result of a position followed by its repeat counts twice.
+      expect(recorded).toMatchObject({ ok: true, job: { processed: 10 + 1_791 + 199 } });
+      const rows = await store.jobResults('job_big', 17_997, 4);
+      expect(rows).toEqual([
+        { position: 18_000, record: '{"n":18000}', duplicate: false },
+        { position: 18_001, record: '{"n":18001}', duplicate: false },
+        { position: 18_002, record: '{"n":18002}', duplicate: false },
+        { position: 18_003, record: '{"n":18003}', duplicate: false },
+      ]);
+      expect(await store.jobResults('job_big', 18_007, 2)).toEqual([
+        { position: 18_008, record: '{"n":18008}', duplicate: false },
+        { position: 18_009, record: '{"n":18008}', duplicate: true },
+      ]);
+      expect(await store.balance('acct_a')).toMatchObject({ used: 1_791 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('keeps every key under its prefix', async () => {
+    const keyPrefix = prefix();
+    const store = createRedisStore(url(), { keyPrefix, holdSweepMs: 0 });
+    try {
+      await store.insertAccount(account('acct_a'));
+      await store.applyLedger('acct_a', { kind: 'grant', ref: 'g', amount: 5 }, 1);
+      await store.applyLedger('acct_a', { kind: 'reserve', ref: 'r', amount: 2 }, 1);
+      await store.insertFilter({
+        id: 'flt_1',
+        accountId: 'acct_a',
+        type: 'ip_address',
+        value: '10.0.0.0/8',
+        action: 'block',
+        reason: null,
+        createdAt: 1,
+      });
+      await store.rateCounter('minute', 60_000).hit('key_1');
+      const written = await (shared as Redis).keys(`${keyPrefix.slice(0, -1)}*`);
+      expect(written.length).toBeGreaterThan(5);
+      expect(written.filter((key) => !key.startsWith(keyPrefix))).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe.runIf(server !== undefined)('redis rate counters', () => {
+  const url = () => (server as RedisTestServer).url;
+
+  it('count a burst from two connections exactly once, and start a new window on time', async () => {
+    const keyPrefix = prefix();
+    const first = createRedisStore(url(), { keyPrefix, holdSweepMs: 0 });
+    const second = createRedisStore(url(), { keyPrefix, holdSweepMs: 0 });
+    try {
+      const counters = [first.rateCounter('second', 1000), second.rateCounter('second', 1000)];
+      const started = Date.now();
+      const counts = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => (counters[i % 2] as RateCounter).hit('k')),
+      );
+      expect(counts.map((c) => c.count).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 30 }, (_, i) => i + 1),
+      );
+      // The window is Redis's: it ends a second after the first hit, by Redis's clock.
+      const { resetAt } = await (counters[0] as RateCounter).peek('k');
+      expect(resetAt).toBeGreaterThan(started);
+      expect(resetAt).toBeLessThanOrEqual(Date.now() + 1000);
+      await new Promise((resolve) => setTimeout(resolve, resetAt - Date.now() + 50));
+      expect(await (counters[1] as RateCounter).peek('k')).toMatchObject({ count: 0 });
+      expect((await (counters[1] as RateCounter).hit('k')).count).toBe(1);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+});
+
+describe.runIf(server !== undefined)('redis store while Redis is down', () => {
+  it('fails calls with a StoreError io within seconds, and works again after a restart', async () => {
+    const durable = await startRedisServer({ durable: true });
+    let store: Store | undefined;
+    try {
+      store = createRedisStore(durable.url, { holdSweepMs: 0 });
+      await store.insertAccount(account('acct_a'));
+      await store.applyLedger('acct_a', { kind: 'grant', ref: 'g', amount: 10 }, 1);
+      await durable.stop();
+
+      for (const call of [
+        () => (store as Store).balance('acct_a'),
+        () => (store as Store).applyLedger('acct_a', { kind: 'reserve', ref: 'r', amount: 1 }, 2),
+        () => (store as Store).rateCounter('minute', 60_000).hit('key_1'),
+      ]) {
+        const started = Date.now();
+        await expect(call()).rejects.toMatchObject({
+          name: 'StoreError',
+          code: 'io',
+          message: expect.stringMatching(/^Redis is unreachable/),
+        });
+        expect(Date.now() - started).toBeLessThan(5_000);
+      }
+
+      await durable.restart();
+      expect(await store.balance('acct_a')).toEqual({
+        available: 10,
+        reserved: 0,
+        used: 0,
+        total: 10,
+      });
+      // The reserve refused while Redis was down was never filed: it applies now, once.
+      const reserved = await store.applyLedger(
+        'acct_a',
+        { kind: 'reserve', ref: 'r', amount: 1 },
+        3,
+      );
+      expect(reserved).toMatchObject({ ok: true, replayed: false });
+      expect((await store.ledgerEntries('acct_a')).map((entry) => entry.ref)).toEqual(['g', 'r']);
+    } finally {
+      await store?.close();
+      await durable.close();
+    }
+  }, 30_000);
+});
