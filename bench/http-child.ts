@@ -25,6 +25,11 @@ const BODY = JSON.stringify({
 });
 
 if (mode === 'bare') {
+  // Keys of the same shape as real ones, so that autocannon builds the same requests for the
+  // ceiling as for mailverdict (a bearer header each): driven without them, autocannon sent
+  // a prebuilt request and the bare server measured 10% faster (50,100 against 45,000/s,
+  // three 5 s runs each).
+  const keys = Array.from({ length: KEYS }, (_, i) => `mv_sk_${String(i).padStart(32, '0')}`);
   const server = createServer((_request, response) => {
     response.writeHead(200, {
       'content-type': 'application/json; charset=utf-8',
@@ -33,7 +38,7 @@ if (mode === 'bare') {
     response.end(BODY);
   });
   server.listen(0, '127.0.0.1', () => {
-    process.send?.({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, keys: [] });
+    process.send?.({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, keys });
   });
   process.on('disconnect', () => server.close(() => process.exit(0)));
 } else {
