@@ -1,8 +1,7 @@
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { NewJobItem, RateCounter, Store } from '../../src/ports/store.js';
-import { createRedisStore, type RedisStoreOptions } from '../../src/redis.js';
-import { createMemoryStore } from '../../src/store/memory-store.js';
+import { createRedisStore } from '../../src/redis.js';
 import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
 import { account, storeContract } from './contract.js';
 
@@ -17,32 +16,17 @@ afterAll(async () => {
 let stores = 0;
 const prefix = () => `mv-test-${stores++}:`;
 
-/**
- * The Redis store for the contract suite. Its rate windows run on Redis's clock (the limiter's
- * key expiry), one clock for every process, which a test cannot move: the contract's window
- * test moves Date.now alone. While a test fakes Date, counters are the memory store's; every
- * other test counts on Redis, and "redis rate counters" below checks windows on real time.
- */
-function contractStore(redis: string | Redis, options: RedisStoreOptions): Store {
-  const store = createRedisStore(redis, options);
-  const onTheFakeClock = createMemoryStore({ holdSweepMs: 0 });
-  return {
-    ...store,
-    rateCounter: (name, windowMs) =>
-      (vi.isFakeTimers() ? onTheFakeClock : store).rateCounter(name, windowMs),
-    async close() {
-      await onTheFakeClock.close();
-      await store.close();
-    },
-  };
-}
-
 if (server !== undefined && shared !== undefined) {
-  storeContract('redis (its own connection)', () =>
-    contractStore(server.url, { keyPrefix: prefix(), holdSweepMs: 0 }),
+  // Its rate windows end on Redis's clock (the limiter's key expiry), which a test cannot move.
+  storeContract(
+    'redis (its own connection)',
+    () => createRedisStore(server.url, { keyPrefix: prefix(), holdSweepMs: 0 }),
+    { windowsOnStoreClock: true },
   );
-  storeContract('redis (a client it was given)', () =>
-    contractStore(shared, { keyPrefix: prefix(), holdSweepMs: 0 }),
+  storeContract(
+    'redis (a client it was given)',
+    () => createRedisStore(shared, { keyPrefix: prefix(), holdSweepMs: 0 }),
+    { windowsOnStoreClock: true },
   );
 } else {
   it.skip('redis-server is not installed: the Redis store is not tested here', () => {});
