@@ -15,6 +15,8 @@ export interface EngineFlags {
   readonly smtpPort?: string;
   readonly smtpTimeout?: string;
   readonly concurrency?: string;
+  /** Tests and intranets: MX hosts (and serve's callbacks) on loopback and private addresses. */
+  readonly allowPrivateNetworks?: boolean;
 }
 
 export function methodOf(flags: EngineFlags): MethodName {
@@ -40,6 +42,7 @@ export function engineOptionsOf(flags: EngineFlags): EngineOptions {
     ...optional('mailFrom', flags.mailFrom),
     ...optional('port', port),
     ...optional('commandTimeoutMs', smtpTimeout),
+    ...(flags.allowPrivateNetworks === true ? { allowPrivateNetworks: true } : {}),
   };
   const dnsOptions = {
     ...(servers === undefined ? {} : { servers }),
@@ -53,11 +56,22 @@ export function engineOptionsOf(flags: EngineFlags): EngineOptions {
   };
 }
 
+/**
+ * Batch options for `--allow-private-networks`: webhook callbacks to loopback and private
+ * addresses, over plain http too (an intranet receiver rarely has a certificate).
+ */
+export function callbackOptionsOf(flags: Pick<EngineFlags, 'allowPrivateNetworks'>) {
+  return flags.allowPrivateNetworks === true
+    ? { allowPrivateNetworks: true, allowHttpCallbacks: true }
+    : {};
+}
+
 export function concurrencyOf(flags: EngineFlags): number | undefined {
   return integer(flags.concurrency, '--concurrency', 1, 10_000);
 }
 
-function integer(
+/** A whole-number flag within [min, max], or undefined when not given; the flag named when wrong. */
+export function integer(
   value: string | undefined,
   flag: string,
   min: number,

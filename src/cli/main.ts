@@ -19,6 +19,7 @@ import {
 import { batchCommand, type BatchFlags } from './commands/batch.js';
 import { serveCommand, type ServeFlags } from './commands/serve.js';
 import { verifyCommand, type VerifyFlags } from './commands/verify.js';
+import { workerCommand, type WorkerFlags } from './commands/worker.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { processIo, type CliIo } from './io.js';
 import { DEFAULT_DB, serviceFailure, type FileFlags } from './service-file.js';
@@ -43,7 +44,11 @@ function withConnectionFlags(command: Command): Command {
     .option('--helo <name>', 'smtp: the name to greet with (EHLO)')
     .option('--mail-from <address>', 'smtp: the envelope sender of probes')
     .option('--smtp-port <port>', 'smtp: port of the mail hosts (default: 25)')
-    .option('--smtp-timeout <ms>', 'smtp: wait for each reply');
+    .option('--smtp-timeout <ms>', 'smtp: wait for each reply')
+    .option(
+      '--allow-private-networks',
+      'tests and intranets only: probe MX hosts (and send webhooks) on loopback and private addresses',
+    );
 }
 
 /** The flags of every command that verifies: method, DNS, SMTP, concurrency. */
@@ -75,7 +80,9 @@ function withServeFlags(command: Command): Command {
       )
       .option('--owner-email <address>', "first start: the account's email", 'owner@example.com')
       .option('--credits <n>', 'first start: credits the account gets', '1000')
-      .option('--no-metrics', 'no GET /metrics (Prometheus text; on by default)'),
+      .option('--no-metrics', 'no GET /metrics (Prometheus text; on by default)')
+      .option('--work', 'with --redis: verify batch chunks here too, not only in workers')
+      .option('--chunk-size <n>', 'with --redis: addresses per queued chunk (default: 500)'),
   );
 }
 
@@ -138,6 +145,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
   const onFile = (command: Command) =>
     command
       .option('--db <path>', 'the SQLite file of the service', DEFAULT_DB)
+      .option('--redis <url>', 'the Redis of the service instead of a file (running at scale)')
       .option('--account <id>', "the account (default: the file's only one)");
 
   onFile(
@@ -145,10 +153,25 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       program
         .command('serve')
         .description(
-          'serve the /v1 HTTP API on a SQLite file; the first start creates an account and prints its key once',
+          'serve the /v1 HTTP API on a SQLite file (or --redis); the first start creates an account and prints its key once',
         ),
     ),
   ).action(run((flags: ServeFlags) => serveCommand(flags, io)));
+
+  withConnectionFlags(
+    program
+      .command('worker')
+      .description('verify batch chunks from the queue of a Redis shared with `serve --redis`')
+      .option('--redis <url>', 'the Redis the API processes use (required)')
+      .option('--jobs <n>', 'chunks verified at once (default: 2)')
+      .option('--concurrency <domains>', 'domains verified at once per chunk (default: 50)')
+      .option('--smtp-per-host <n>', 'SMTP sessions to one mail host at once, across all workers')
+      .option('--chunk-size <n>', 'addresses per chunk of jobs this worker queues (default: 500)')
+      .option('--lock-ms <ms>', "a dead worker's chunk goes to another after this (default: 30000)")
+      .option('--port <port>', 'serve GET /health, /ready and /metrics on this port (no API)')
+      .option('--host <address>', 'address of --port', '127.0.0.1')
+      .option('--no-metrics', 'with --port: no GET /metrics'),
+  ).action(run((flags: WorkerFlags) => workerCommand(flags, io)));
 
   const keys = program.command('keys').description('API keys of the account');
   onFile(keys.command('create').description('make a key; its secret is printed once'))

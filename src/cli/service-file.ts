@@ -1,35 +1,92 @@
 import { existsSync } from 'node:fs';
 import { createEngine, type EngineOptions } from '../engine/engine.js';
+import { optional } from '../optional.js';
+import type { Observer } from '../ports/observer.js';
+import type { Store } from '../ports/store.js';
+import type { BatchOptions } from '../service/batch/batch.js';
 import type { AccountInfo } from '../service/account.js';
 import { ServiceError } from '../service/service-error.js';
 import { createService, type Service } from '../service/service.js';
 import { UsageError } from './exit-codes.js';
 
-/** The flags of every command that works on a service file. */
+/** The flags of every command that works on a service: its SQLite file, or its Redis. */
 export interface FileFlags {
   readonly db: string;
+  /** A Redis URL: the service's store is there (mailverdict/redis), not in `db`. */
+  readonly redis?: string;
   readonly account?: string;
 }
 
 export const DEFAULT_DB = 'mailverdict.db';
 
+/** What builds a service besides its store: the engine's options, an observer, batch settings. */
+export interface ServiceParts {
+  readonly engine?: EngineOptions;
+  readonly observer?: Observer;
+  readonly batch?: BatchOptions;
+}
+
 /**
- * The service on a SQLite file. better-sqlite3 is an optional peer dependency, loaded here
- * only: `verify` and `batch` never need it.
+ * The service on its store: a SQLite file, or Redis with `--redis`. better-sqlite3 and ioredis
+ * are optional peer dependencies, loaded here only: `verify` and `batch` never need them.
  */
-export async function openService(
-  path: string,
-  engine: EngineOptions = { offline: true },
-): Promise<Service> {
-  let createSqliteStore: typeof import('../adapters/sqlite-store.js').createSqliteStore;
+export async function openService(flags: FileFlags, parts: ServiceParts = {}): Promise<Service> {
+  const store =
+    flags.redis === undefined ? await sqliteStore(flags.db) : await redisStore(flags.redis);
+  return createService({
+    engine: createEngine(parts.engine ?? { offline: true }),
+    store,
+    ...optional('observer', parts.observer),
+    ...optional('batch', parts.batch),
+  });
+}
+
+async function sqliteStore(path: string): Promise<Store> {
   try {
-    ({ createSqliteStore } = await import('../adapters/sqlite-store.js'));
+    const { createSqliteStore } = await import('../adapters/sqlite-store.js');
+    return createSqliteStore(path);
   } catch (error) {
     throw new UsageError(
       `the service commands need better-sqlite3 (npm install better-sqlite3@12): ${(error as Error).message}`,
     );
   }
-  return createService({ engine: createEngine(engine), store: createSqliteStore(path) });
+}
+
+async function redisStore(url: string): Promise<Store> {
+  let createRedisStore: typeof import('../adapters/redis-store.js').createRedisStore;
+  try {
+    ({ createRedisStore } = await import('../adapters/redis-store.js'));
+  } catch (error) {
+    throw new UsageError(
+      `--redis needs ioredis (npm install ioredis@5): ${(error as Error).message}`,
+    );
+  }
+  return createRedisStore(requireRedisUrl(url));
+}
+
+/** A redis:// or rediss:// URL, checked before anything connects. */
+export function requireRedisUrl(url: string): string {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || !['redis:', 'rediss:'].includes(parsed.protocol)) {
+    throw new UsageError(
+      `--redis must be a redis:// or rediss:// URL, got ${JSON.stringify(redacted(url))}`,
+    );
+  }
+  return url;
+}
+
+/** Where the service lives, for messages: the file, or the Redis URL without its password. */
+export function storeName(flags: FileFlags): string {
+  return flags.redis === undefined ? flags.db : redacted(flags.redis);
+}
+
+function redacted(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
 }
 
 /** The account the command is about: --account, or the file's only one. */
@@ -39,7 +96,7 @@ export async function accountOf(service: Service, flags: FileFlags): Promise<Acc
       return await service.admin.getAccount(flags.account);
     } catch (error) {
       if (error instanceof ServiceError && error.status === 404) {
-        throw new UsageError(`no account ${JSON.stringify(flags.account)} in ${flags.db}`);
+        throw new UsageError(`no account ${JSON.stringify(flags.account)} in ${storeName(flags)}`);
       }
       throw error;
     }
@@ -48,11 +105,11 @@ export async function accountOf(service: Service, flags: FileFlags): Promise<Acc
   if (accounts.length === 1) return accounts[0] as AccountInfo;
   if (accounts.length === 0) {
     throw new UsageError(
-      `${flags.db} has no account yet: start \`mailverdict serve\` once to create one`,
+      `${storeName(flags)} has no account yet: start \`mailverdict serve\` once to create one`,
     );
   }
   throw new UsageError(
-    `${flags.db} has ${accounts.length} accounts: choose one with --account (${accounts.map((a) => a.id).join(', ')})`,
+    `${storeName(flags)} has ${accounts.length} accounts: choose one with --account (${accounts.map((a) => a.id).join(', ')})`,
   );
 }
 
@@ -62,12 +119,12 @@ export async function withService<T>(
   work: (service: Service) => Promise<T>,
 ): Promise<T> {
   // An admin command never creates a service file by mistake: only `serve` starts one.
-  if (!existsSync(flags.db)) {
+  if (flags.redis === undefined && !existsSync(flags.db)) {
     throw new UsageError(
       `${flags.db} has no account yet: start \`mailverdict serve\` once to create it (the file does not exist)`,
     );
   }
-  const service = await openService(flags.db);
+  const service = await openService(flags);
   try {
     return await work(service);
   } finally {

@@ -41,6 +41,8 @@ export interface RedisTestServer {
   readonly port: number;
   /** redis://127.0.0.1:<port> */
   readonly url: string;
+  /** The server process's id while it runs (benchmarks read its CPU time). */
+  pid(): number | undefined;
   /** Stops the server (SIGTERM, as an operator's restart would) and starts it on the same port. */
   restart(options?: { downMs?: number }): Promise<void>;
   /** Stops the server without starting it again. */
@@ -74,6 +76,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
+    pid: () => running?.pid,
     async restart({ downMs = 0 } = {}) {
       await stop();
       if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));

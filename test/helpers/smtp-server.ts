@@ -28,6 +28,8 @@ export interface ScriptOptions {
   readonly otherwise?: RcptScript;
   /** A function deciding per call, for greylisting and the like. */
   readonly rcpt?: (address: string, attempt: number) => RcptScript | undefined;
+  /** Each RCPT answer leaves this long after the command: a server that thinks, so sessions overlap. */
+  readonly rcptDelayMs?: number;
   readonly server?: Partial<SMTPServerOptions>;
 }
 
@@ -77,10 +79,14 @@ export async function startScriptedServer(script: ScriptOptions = {}): Promise<S
         script.rcpt?.(email, attempt) ??
         script.mailboxes?.[email] ??
         (script.catchAllDomains?.includes(domain) ? 'accept' : (script.otherwise ?? UNKNOWN));
-      if (answer === 'accept') return callback();
-      const error = new Error(answer.message) as Error & { responseCode: number };
-      error.responseCode = answer.code;
-      callback(error);
+      const reply = () => {
+        if (answer === 'accept') return callback();
+        const error = new Error(answer.message) as Error & { responseCode: number };
+        error.responseCode = answer.code;
+        callback(error);
+      };
+      if (script.rcptDelayMs === undefined) reply();
+      else setTimeout(reply, script.rcptDelayMs);
     },
     ...script.server,
   });

@@ -1,7 +1,14 @@
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
-import { engineOptionsOf, type EngineFlags } from '../engine-options.js';
+import { optional } from '../../optional.js';
+import {
+  callbackOptionsOf,
+  engineOptionsOf,
+  integer,
+  type EngineFlags,
+} from '../engine-options.js';
 import { line, type CliIo } from '../io.js';
-import { openService, type FileFlags } from '../service-file.js';
+import { scaleOut } from '../scale-out.js';
+import { openService, requireRedisUrl, storeName, type FileFlags } from '../service-file.js';
 
 export interface ServeFlags extends FileFlags, Omit<EngineFlags, 'method'> {
   readonly port: string;
@@ -12,15 +19,19 @@ export interface ServeFlags extends FileFlags, Omit<EngineFlags, 'method'> {
   readonly credits: string;
   /** `--no-metrics` turns GET /metrics off. */
   readonly metrics?: boolean;
+  /** With --redis: verify batch chunks in this process too, not only in workers. */
+  readonly work?: boolean;
+  readonly chunkSize?: string;
 }
 
 /** First start: an account with credits on the enterprise plan (it is your own server). */
 const FIRST_PLAN = 'enterprise';
 
 /**
- * `mailverdict serve`: the /v1 API on a SQLite file. The first start creates an account and
- * prints its private key once (stdout); every start resumes interrupted batch jobs. Ctrl-C or
- * SIGTERM finishes the requests in flight and leaves running jobs to resume next time.
+ * `mailverdict serve`: the /v1 API on a SQLite file, or on Redis (`--redis`) beside other API
+ * processes, with batch jobs queued for `mailverdict worker` processes. The first start creates
+ * an account and prints its private key once (stdout); every start resumes interrupted batch
+ * jobs. Ctrl-C or SIGTERM finishes the requests in flight and leaves running jobs to resume.
  */
 export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCode> {
   const port = Number(flags.port);
@@ -36,9 +47,22 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
   // route), so /metrics tells volumes, never accounts, keys or addresses; and serve listens on
   // loopback unless told otherwise. The engine's observer reaches the service built over it.
   const metrics = flags.metrics === false ? undefined : await loadPrometheusMetrics();
-  const service = await openService(flags.db, {
-    ...engineOptionsOf({ ...flags, method: 'standard' }),
+  const shared =
+    flags.redis === undefined
+      ? undefined
+      : await scaleOut({
+          redis: requireRedisUrl(flags.redis),
+          work: flags.work === true,
+          ...optional('chunkSize', integer(flags.chunkSize, '--chunk-size', 1, 50_000)),
+        });
+  if (flags.work === true && shared === undefined) {
+    throw new UsageError('--work is for --redis: without it, serve verifies every job itself');
+  }
+  const engine = engineOptionsOf({ ...flags, method: 'standard' });
+  const service = await openService(flags, {
+    engine: shared?.engine(engine) ?? engine,
     ...(metrics === undefined ? {} : { observer: metrics.observer }),
+    batch: { ...shared?.batch, ...callbackOptionsOf(flags) },
   });
   try {
     if ((await service.admin.listAccounts()).length === 0) {
@@ -50,7 +74,7 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
       const { secret } = await service.admin.createKey(account.id, { name: 'first key' });
       line(
         io.stderr,
-        `Created account ${account.id} (${account.email}, ${FIRST_PLAN} plan, ${credits} credits) in ${flags.db}.`,
+        `Created account ${account.id} (${account.email}, ${FIRST_PLAN} plan, ${credits} credits) in ${storeName(flags)}.`,
       );
       line(
         io.stderr,
@@ -83,5 +107,6 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
     return EXIT.ok;
   } finally {
     await service.store.close();
+    await shared?.close();
   }
 }

@@ -1,0 +1,321 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisStore } from '../../src/redis.js';
+import { createEngine } from '../../src/engine/engine.js';
+import type { Store } from '../../src/ports/store.js';
+import { createService } from '../../src/service/service.js';
+import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
+import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
+import { startScriptedServer, type ScriptedServer } from '../helpers/smtp-server.js';
+
+/**
+ * Issue 15 end to end: two `mailverdict serve --redis` processes and three `mailverdict worker`
+ * processes on one redis-server, as an operator runs them, with real signals: rate limits
+ * across API processes, the per-MX limit across workers, and a 50,000-address job that
+ * survives two SIGKILLed workers and a Redis restart.
+ */
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = join(ROOT, 'src/cli/bin.ts');
+const run = redisAvailable() ? describe : describe.skip;
+
+interface Process {
+  readonly child: ChildProcessWithoutNullStreams;
+  output(): string;
+  /** Resolves with the first match of `pattern` in stdout + stderr. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+}
+
+function cli(args: readonly string[]): Process {
+  const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const listeners = new Set<() => void>();
+  const append = (chunk: Buffer) => {
+    output += chunk.toString();
+    for (const listener of listeners) listener();
+  };
+  child.stdout.on('data', append);
+  child.stderr.on('data', append);
+  return {
+    child,
+    output: () => output,
+    waitFor(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = output.match(pattern);
+          if (match === null) return;
+          done();
+          resolve(match);
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output}`));
+        }, timeoutMs);
+        const onExit = () => {
+          done();
+          reject(new Error(`exited before ${pattern}; output:\n${output}`));
+        };
+        const done = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+          child.off('exit', onExit);
+        };
+        listeners.add(check);
+        child.once('exit', onExit);
+        check();
+      });
+    },
+  };
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+run('two API processes and three workers on one Redis', () => {
+  const BIG_DOMAINS = 2_000;
+  const SIZE = 50_000;
+  const EMAILS = Array.from({ length: SIZE }, (_, i) => `user${i}@big${i % BIG_DOMAINS}.com`);
+  const MX_DOMAINS = 60;
+  const PER_HOST = 2;
+
+  let redis: RedisTestServer;
+  let dns: TestDnsServer;
+  let smtp: ScriptedServer;
+  let hooks: Server;
+  const received: Array<{ id: string; body: string }> = [];
+  const processes: Process[] = [];
+  let apis: string[] = [];
+  let key: string;
+  let store: Store;
+
+  const common = (): string[] => [
+    '--redis',
+    redis.url,
+    '--dns-server',
+    dns.address,
+    '--no-dns-canary',
+    '--allow-private-networks',
+    '--helo',
+    'probe.example.org',
+    '--mail-from',
+    'probe@example.org',
+    '--smtp-port',
+    String(smtp.port),
+  ];
+  const startWorker = async () => {
+    const worker = cli([
+      'worker',
+      ...common(),
+      '--lock-ms',
+      '2000',
+      '--smtp-per-host',
+      String(PER_HOST),
+    ]);
+    processes.push(worker);
+    await worker.waitFor(/Worker on redis/);
+    return worker;
+  };
+  const startApi = async (extra: string[]) => {
+    const api = cli(['serve', ...common(), '--port', '0', '--credits', '200000', ...extra]);
+    processes.push(api);
+    const [, url] = await api.waitFor(/Listening on (http:\/\/\S+) /);
+    return { api, url: url as string };
+  };
+
+  beforeAll(async () => {
+    redis = await startRedisServer({ durable: true });
+    const zone: Parameters<typeof startDnsServer>[0] = {
+      'mx.shared-host.com': { a: ['127.0.0.1'] },
+    };
+    for (let d = 0; d < MX_DOMAINS; d++) {
+      zone[`mx${d}.com`] = { mx: [{ exchange: 'mx.shared-host.com', preference: 10 }] };
+    }
+    for (let d = 0; d < BIG_DOMAINS; d += 2) {
+      zone[`big${d}.com`] = { mx: [{ exchange: `mx.big${d}.com`, preference: 10 }] };
+    }
+    dns = await startDnsServer(zone);
+    // RCPT answers take 30 ms, so sessions from different workers overlap unless limited.
+    smtp = await startScriptedServer({ otherwise: 'accept', rcptDelayMs: 30 });
+    hooks = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      request.on('end', () => {
+        received.push({ id: String(request.headers['webhook-id']), body });
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.1', resolve));
+
+    // The first API process creates the account and prints its key; the second finds it.
+    const first = await startApi(['--chunk-size', '20']);
+    [, key] = (await first.api.waitFor(/^(mv_sk_\S+)$/m)) as [string, string];
+    const second = await startApi([]);
+    apis = [first.url, second.url];
+    for (let i = 0; i < 3; i++) await startWorker();
+    store = createRedisStore(redis.url);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const { child } of processes) if (child.exitCode === null) child.kill('SIGKILL');
+    await store?.close();
+    await new Promise((resolve) => hooks?.close(resolve));
+    await smtp?.close();
+    await dns?.close();
+    await redis?.close();
+  });
+
+  const authorized = { authorization: () => `Bearer ${key}` };
+  async function submit(api: string, emails: readonly string[], method: string) {
+    const response = await fetch(`${api}/v1/verify`, {
+      method: 'POST',
+      headers: { authorization: authorized.authorization(), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        emails,
+        method,
+        callback_url: `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/done`,
+      }),
+    });
+    expect(response.status).toBe(202);
+    return ((await response.json()) as { id: string }).id;
+  }
+  async function status(api: string, id: string) {
+    const response = await fetch(`${api}/v1/verify/${id}`, {
+      headers: { authorization: authorized.authorization() },
+    });
+    return (await response.json()) as { status: string; processed: number; error?: string };
+  }
+
+  it('admits exactly the plan limit of concurrent requests on one key across both API processes', async () => {
+    // A free-plan account (10 a minute), made as an admin tool would, on the same Redis.
+    const admin = createService({ engine: createEngine({ offline: true }), store });
+    const account = await admin.admin.createAccount({
+      email: 'free@example.org',
+      plan: 'free',
+      credits: 100,
+    });
+    const { secret } = await admin.admin.createKey(account.id);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        fetch(`${apis[i % 2]}/v1/verify?email=user${i}@example.org&method=quick`, {
+          headers: { authorization: `Bearer ${secret}` },
+        }),
+      ),
+    );
+    const statuses = answers.map((response) => response.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(30);
+    const refused = answers.find((response) => response.status === 429);
+    expect(Number(refused?.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await refused?.json()).toMatchObject({ error: 'rate_limit_exceeded' });
+  });
+
+  it('holds the per-MX-host session limit across the three workers', async () => {
+    const emails = Array.from(
+      { length: MX_DOMAINS * 2 },
+      (_, i) => `person${i}@mx${i % MX_DOMAINS}.com`,
+    );
+    // Chunks of 20 (the first API process's setting): six chunks over three workers.
+    const id = await submit(apis[0] as string, emails, 'smtp');
+    for (let i = 0; i < 600 && (await status(apis[1] as string, id)).status === 'processing'; i++) {
+      await pause(100);
+    }
+    expect(await status(apis[1] as string, id)).toMatchObject({
+      status: 'completed',
+      processed: emails.length,
+    });
+    // Every address (and each domain's catch-all probe) was asked, never over PER_HOST at once.
+    expect(new Set(smtp.rcpts).size).toBeGreaterThanOrEqual(emails.length);
+    expect(smtp.maxConcurrent()).toBeLessThanOrEqual(PER_HOST);
+  }, 90_000);
+
+  it('finishes a 50,000-address job once through two SIGKILLed workers and a Redis restart', async () => {
+    const [first, second] = apis as [string, string];
+    received.length = 0;
+    const id = await submit(second, EMAILS, 'quick');
+    const disruptions: string[] = [];
+    const when = async (fraction: number) => {
+      for (;;) {
+        const now = await status(first, id);
+        if (now.status !== 'processing') return false;
+        if (now.processed >= SIZE * fraction) return true;
+        await pause(50);
+      }
+    };
+
+    if (await when(0.1)) {
+      processes[2 + 0]?.child.kill('SIGKILL'); // the first worker
+      disruptions.push('worker killed');
+      await startWorker();
+    }
+    if (await when(0.35)) {
+      // Redis away for a second: the API answers 500 internal_error, never a charge without
+      // a record; the workers wait and go on.
+      const restart = redis.restart({ downMs: 1_000 });
+      await pause(200);
+      const during = await fetch(`${first}/v1/verify?email=during@example.org&method=quick`, {
+        headers: { authorization: authorized.authorization() },
+      });
+      expect(during.status).toBe(500);
+      expect(await during.json()).toMatchObject({ error: 'internal_error' });
+      await restart;
+      disruptions.push('redis restarted');
+    }
+    if (await when(0.6)) {
+      processes[2 + 1]?.child.kill('SIGKILL'); // the second worker
+      disruptions.push('worker killed');
+      await startWorker();
+    }
+    expect(disruptions).toEqual(['worker killed', 'redis restarted', 'worker killed']);
+
+    let final = await status(first, id);
+    for (let i = 0; i < 1_800 && final.status === 'processing'; i++) {
+      await pause(100);
+      final = await status(first, id);
+    }
+    expect(final).toMatchObject({ status: 'completed', processed: SIZE });
+
+    // Every address has one result, in input order.
+    const download = await fetch(`${second}/v1/verify/${id}/results?format=ndjson`, {
+      headers: { authorization: authorized.authorization() },
+    });
+    const lines = (await download.text()).trim().split('\n');
+    expect(lines).toHaveLength(SIZE);
+    lines.forEach((line, i) => {
+      expect((JSON.parse(line) as { email: string }).email).toBe(EMAILS[i]);
+    });
+
+    // One settle per address, no reference twice, nothing left held.
+    const accountId = (await store.listAccounts())[0]?.id as string;
+    const settles = new Set<string>();
+    let entries = 0;
+    for (let after = 0; ;) {
+      const page = await store.ledgerEntries(accountId, { afterSeq: after, limit: 5_000 });
+      if (page.length === 0) break;
+      for (const entry of page) {
+        if (entry.kind === 'settle' && entry.ref.includes(id)) {
+          expect(settles.has(entry.ref)).toBe(false);
+          settles.add(entry.ref);
+        }
+      }
+      entries += page.length;
+      after = page[page.length - 1]?.seq ?? after;
+    }
+    expect(entries).toBeGreaterThan(SIZE);
+    expect(settles.size).toBe(SIZE);
+    expect((await store.listHolds(accountId)).filter((hold) => hold.ref.includes(id))).toEqual([]);
+
+    // The webhook arrives once (every process delivers from the one outbox).
+    await pause(3_000);
+    const ours = received.filter(({ body }) => body.includes(id));
+    expect(ours).toHaveLength(1);
+    expect(JSON.parse(ours[0]?.body ?? '{}')).toMatchObject({
+      event: 'batch.completed',
+      processed: SIZE,
+    });
+  }, 300_000);
+});
