@@ -17,6 +17,7 @@ import { ipFilterBench, printIpFilterTable, printServiceTable, serviceBench } fr
 import { printSmtpTable, smtpBench } from './smtp.js';
 import { disposableCoverage, printCoverageTable, printTypoTable, typoBench } from './typo.js';
 import { batchBench, printBatchTable } from './batch.js';
+import { printScaleTable, scaleBench } from './scale.js';
 import { printVerifyManyTable, verifyManyBench } from './verify-many.js';
 
 const SIZE = Number(process.env.BENCH_SIZE ?? 200_000);
@@ -162,6 +163,9 @@ printVerifyManyTable(await verifyManyBench());
 // Batch jobs end to end: a 50,000-address job against a 20 ms loopback DNS server, on SQLite,
 // and its download streamed in each format (issue 12).
 printBatchTable(await batchBench());
+
+// Scale-out: the same job on BullMQ + Redis with 1, 2 and 4 worker processes (issue 15).
+printScaleTable(await scaleBench());
 
 // The service core around the engine, on memory and SQLite.
 printServiceTable(await serviceBench(corpus));
