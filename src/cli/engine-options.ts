@@ -1,6 +1,7 @@
 import type { EngineOptions } from '../engine/engine.js';
 import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import { optional } from '../optional.js';
+import { parseProxyUrl } from '../smtp/proxy-url.js';
 import { UsageError } from './exit-codes.js';
 
 /** The flags every verifying command shares, as commander hands them over. */
@@ -14,6 +15,8 @@ export interface EngineFlags {
   readonly mailFrom?: string;
   readonly smtpPort?: string;
   readonly smtpTimeout?: string;
+  /** SOCKS5 proxies to probe through (`socks5://[user:pass@]host:port`). */
+  readonly smtpProxy?: string[];
   readonly concurrency?: string;
   /** Tests and intranets: MX hosts (and serve's callbacks) on loopback and private addresses. */
   readonly allowPrivateNetworks?: boolean;
@@ -42,6 +45,7 @@ export function engineOptionsOf(flags: EngineFlags): EngineOptions {
     ...optional('mailFrom', flags.mailFrom),
     ...optional('port', port),
     ...optional('commandTimeoutMs', smtpTimeout),
+    ...optional('proxies', flags.smtpProxy?.map(checkedProxy)),
     ...(flags.allowPrivateNetworks === true ? { allowPrivateNetworks: true } : {}),
   };
   const dnsOptions = {
@@ -64,6 +68,16 @@ export function callbackOptionsOf(flags: Pick<EngineFlags, 'allowPrivateNetworks
   return flags.allowPrivateNetworks === true
     ? { allowPrivateNetworks: true, allowHttpCallbacks: true }
     : {};
+}
+
+/** A proxy URL the prober will take; a bad one is a usage error naming it (password hidden). */
+function checkedProxy(url: string): string {
+  try {
+    parseProxyUrl(url);
+    return url;
+  } catch (error) {
+    throw new UsageError(`--smtp-proxy: ${(error as Error).message}`);
+  }
 }
 
 export function concurrencyOf(flags: EngineFlags): number | undefined {

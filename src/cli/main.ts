@@ -46,6 +46,11 @@ function withConnectionFlags(command: Command): Command {
     .option('--smtp-port <port>', 'smtp: port of the mail hosts (default: 25)')
     .option('--smtp-timeout <ms>', 'smtp: wait for each reply')
     .option(
+      '--smtp-proxy <url>',
+      'smtp: probe through this SOCKS5 proxy, socks5://[user:pass@]host:port (repeatable)',
+      collect,
+    )
+    .option(
       '--allow-private-networks',
       'tests and intranets only: probe MX hosts (and send webhooks) on loopback and private addresses',
     );

@@ -78,11 +78,19 @@ describe('mailverdict CLI (in-process)', () => {
       ['verify', '--offline', '--method', 'smtp', 'a@b.co'],
       ['batch', '/no/such/file.txt'],
       ['batch', '-', '--output', 'xml'],
+      ['verify', '--smtp-proxy', 'http://user:secret@proxy.example', 'a@b.co'],
+      ['worker'],
+      ['worker', '--redis', 'http://127.0.0.1:6379'],
+      ['worker', '--redis', 'redis://127.0.0.1:1', '--jobs', '0'],
+      ['serve', '--redis', 'not a url'],
+      ['serve', '--work'],
+      ['keys', 'list', '--redis', 'postgres://127.0.0.1/x'],
     ]) {
       const { code, err } = await run(args);
       expect(code, args.join(' ')).toBe(2);
       expect(err.trim(), args.join(' ')).not.toBe('');
       expect(err, args.join(' ')).not.toContain('    at ');
+      expect(err, args.join(' ')).not.toContain('secret');
     }
   });
 
