@@ -261,7 +261,10 @@ run('two API processes and three workers on one Redis', () => {
         headers: { authorization: authorized.authorization() },
       });
       expect(during.status).toBe(500);
-      expect(await during.json()).toMatchObject({ error: 'internal_error' });
+      expect(await during.json()).toMatchObject({
+        error: 'internal_error',
+        message: expect.stringMatching(/Redis is unreachable/),
+      });
       await restart;
       disruptions.push('redis restarted');
     }
