@@ -118,7 +118,13 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
   /** Queues the job's flow unless it is queued already (any process may ask, any time). */
   async function enqueue(job: JobRecord): Promise<void> {
     const { producer, queue } = open();
-    if ((await queue.getJob(job.id)) !== undefined) return;
+    const queued = await queue.getJob(job.id);
+    if (queued !== undefined) {
+      // Its last step gave up (Redis away through all its attempts): the job is still
+      // processing in the store, so the step runs again rather than leave it so forever.
+      if (await queued.isFailed()) await queued.retry();
+      return;
+    }
     const pending: PendingJobItem[] = [];
     for await (const item of work.pending(job)) pending.push(item);
     const retries = {

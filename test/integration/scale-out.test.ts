@@ -90,6 +90,7 @@ run('two API processes and three workers on one Redis', () => {
   const received: Array<{ id: string; body: string }> = [];
   const processes: Process[] = [];
   let apis: string[] = [];
+  let workerUrl: string;
   let key: string;
   let store: Store;
 
@@ -107,7 +108,7 @@ run('two API processes and three workers on one Redis', () => {
     '--smtp-port',
     String(smtp.port),
   ];
-  const startWorker = async () => {
+  const startWorker = async (extra: string[] = []) => {
     const worker = cli([
       'worker',
       ...common(),
@@ -115,6 +116,7 @@ run('two API processes and three workers on one Redis', () => {
       '2000',
       '--smtp-per-host',
       String(PER_HOST),
+      ...extra,
     ]);
     processes.push(worker);
     await worker.waitFor(/Worker on redis/);
@@ -156,7 +158,14 @@ run('two API processes and three workers on one Redis', () => {
     [, key] = (await first.api.waitFor(/^(mv_sk_\S+)$/m)) as [string, string];
     const second = await startApi([]);
     apis = [first.url, second.url];
-    for (let i = 0; i < 3; i++) await startWorker();
+    await startWorker();
+    await startWorker();
+    // The third also answers /health, /ready and /metrics (no API).
+    const watched = await startWorker(['--port', '0']);
+    [, workerUrl] = (await watched.waitFor(/health and metrics on (http:\/\/\S+)\./)) as [
+      string,
+      string,
+    ];
     store = createRedisStore(redis.url);
   }, 120_000);
 
@@ -248,7 +257,7 @@ run('two API processes and three workers on one Redis', () => {
     };
 
     if (await when(0.1)) {
-      processes[2 + 0]?.child.kill('SIGKILL'); // the first worker
+      processes[2]?.child.kill('SIGKILL'); // the first worker
       disruptions.push('worker killed');
       await startWorker();
     }
@@ -269,7 +278,7 @@ run('two API processes and three workers on one Redis', () => {
       disruptions.push('redis restarted');
     }
     if (await when(0.6)) {
-      processes[2 + 1]?.child.kill('SIGKILL'); // the second worker
+      processes[3]?.child.kill('SIGKILL'); // the second worker
       disruptions.push('worker killed');
       await startWorker();
     }
@@ -321,4 +330,20 @@ run('two API processes and three workers on one Redis', () => {
       processed: SIZE,
     });
   }, 300_000);
+
+  it('a worker serves health, readiness and metrics; SIGTERM stops workers and APIs cleanly', async () => {
+    expect(await (await fetch(`${workerUrl}/health`)).json()).toEqual({ status: 'ok' });
+    expect(await (await fetch(`${workerUrl}/ready`)).json()).toMatchObject({ status: 'ready' });
+    const metrics = await (await fetch(`${workerUrl}/metrics`)).text();
+    expect(metrics).toContain('mailverdict_verifications_total');
+    expect((await fetch(`${workerUrl}/v1/account`)).status).toBe(404);
+
+    const running = processes.filter(({ child }) => child.exitCode === null && !child.killed);
+    expect(running.length).toBeGreaterThanOrEqual(5);
+    const exits = running.map(
+      ({ child }) => new Promise<number | null>((resolve) => child.once('exit', resolve)),
+    );
+    for (const { child } of running) child.kill('SIGTERM');
+    expect(await Promise.all(exits)).toEqual(running.map(() => 0));
+  }, 60_000);
 });
