@@ -33,10 +33,13 @@ export interface ServiceParts {
 export async function openService(flags: FileFlags, parts: ServiceParts = {}): Promise<Service> {
   const store =
     flags.redis === undefined ? await sqliteStore(flags.db) : await redisStore(flags.redis);
+  // The engine's observer is the service's too: verdicts, DNS, SMTP and batch progress alike.
   return createService({
-    engine: createEngine(parts.engine ?? { offline: true }),
+    engine: createEngine({
+      ...(parts.engine ?? { offline: true }),
+      ...optional('observer', parts.observer),
+    }),
     store,
-    ...optional('observer', parts.observer),
     ...optional('batch', parts.batch),
   });
 }
