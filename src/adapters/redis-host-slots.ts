@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
+import { delay } from '../delay.js';
 import type { SharedHostSlots } from '../smtp/connection-limits.js';
 
 export interface RedisHostSlotsOptions {
@@ -75,25 +76,11 @@ export function createRedisHostSlots(
           };
         }
         // Jittered, so waiting workers do not retry in step.
-        await sleep(wait / 2 + Math.random() * (wait / 2), signal);
+        await delay(wait / 2 + Math.random() * (wait / 2), signal);
       }
     },
     async close() {
       if (owned) redis.disconnect();
     },
   };
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason as Error);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -9,6 +9,7 @@ import {
   type Checker,
   type Finding,
 } from './checker.js';
+import { delay } from '../delay.js';
 
 /** The finding for each thing a probe can say about a mailbox (README: "SMTP outcomes"). */
 export const SMTP_FINDINGS: Readonly<Record<ProbeClass, Finding>> = {
@@ -129,19 +130,4 @@ function randomLocal(): string {
   let local = '';
   for (const byte of bytes) local += LOCAL_ALPHABET[byte % LOCAL_ALPHABET.length];
   return local;
-}
-
-function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason as Error);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason as Error);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
