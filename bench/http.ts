@@ -19,6 +19,8 @@ export interface HttpRow {
   readonly p99: number;
   readonly non2xx: number;
   readonly errors: number;
+  /** The server process's CPU time (user and system) per request answered, in microseconds. */
+  readonly cpuMicros: number;
 }
 
 type Mode = 'bare' | 'sqlite' | 'memory';
@@ -31,6 +33,15 @@ async function startChild(mode: Mode) {
   });
   return {
     ...ready,
+    /** The server's CPU time so far, in microseconds. */
+    cpu: () =>
+      new Promise<number>((resolve) => {
+        child.once('message', (message) => {
+          const { user, system } = (message as { cpu: NodeJS.CpuUsage }).cpu;
+          resolve(user + system);
+        });
+        child.send('cpu');
+      }),
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());
@@ -40,7 +51,12 @@ async function startChild(mode: Mode) {
 }
 
 /** One autocannon run: a warm-up of a second, then SECONDS of load on `path`. */
-async function load(url: string, path: string, keys: readonly string[]) {
+async function load(
+  url: string,
+  path: string,
+  keys: readonly string[],
+  cpu: () => Promise<number>,
+) {
   let next = 0;
   const options: autocannon.Options = {
     url: `${url}${path}`,
@@ -60,7 +76,9 @@ async function load(url: string, path: string, keys: readonly string[]) {
     ],
   };
   await autocannon({ ...options, duration: 1 });
-  return autocannon(options);
+  const before = await cpu();
+  const result = await autocannon(options);
+  return { result, cpuMicros: ((await cpu()) - before) / Math.max(result.requests.total, 1) };
 }
 
 export async function httpBench(): Promise<HttpRow[]> {
@@ -82,7 +100,7 @@ export async function httpBench(): Promise<HttpRow[]> {
   for (const [mode, label, path] of runs) {
     const child = await startChild(mode);
     try {
-      const result = await load(child.url, path, child.keys);
+      const { result, cpuMicros } = await load(child.url, path, child.keys, child.cpu);
       rows.push({
         server: servers[mode],
         request: label,
@@ -91,6 +109,7 @@ export async function httpBench(): Promise<HttpRow[]> {
         p99: result.latency.p99,
         non2xx: result.non2xx,
         errors: result.errors,
+        cpuMicros,
       });
     } finally {
       await child.stop();
@@ -104,11 +123,13 @@ export function printHttpTable(rows: readonly HttpRow[]): void {
   console.log(
     `\nHTTP: GET /v1/verify, ${CONNECTIONS} connections for ${SECONDS} s each (autocannon), servers in their own processes, Node ${process.version}; every server gets the same requests, rotating the bearer keys of 1,000 keys of one enterprise account so that no key meets its 300 a minute\n`,
   );
-  console.log('| server | request | requests/s | vs bare | p50 ms | p99 ms | non-2xx |');
-  console.log('|---|---|---:|---:|---:|---:|---:|');
+  console.log(
+    '| server | request | requests/s | vs bare | p50 ms | p99 ms | server CPU/request | non-2xx |',
+  );
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|');
   for (const row of rows) {
     console.log(
-      `| ${row.server} | ${row.request} | ${Math.round(row.perSecond).toLocaleString('en')} | ${(row.perSecond / ceiling).toFixed(2)}x | ${row.p50} | ${row.p99} | ${row.non2xx + row.errors} |`,
+      `| ${row.server} | ${row.request} | ${Math.round(row.perSecond).toLocaleString('en')} | ${(row.perSecond / ceiling).toFixed(2)}x | ${row.p50} | ${row.p99} | ${row.cpuMicros.toFixed(1)} us | ${row.non2xx + row.errors} |`,
     );
   }
 }
