@@ -201,7 +201,7 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
       id,
       status: 'processing',
       total_emails: emails.length,
-      message: `Batch accepted: ${emails.length} addresses are being verified (${billable * cost} credits reserved).`,
+      message: `Batch accepted: ${counted(emails.length, 'address', 'addresses')} ${emails.length === 1 ? 'is' : 'are'} being verified (${counted(billable * cost, 'credit', 'credits')} reserved).`,
     };
     const commit: LedgerCommit = {
       requests:
@@ -283,4 +283,9 @@ function fingerprintOf(method: string, callbackUrl: string | null, emails: reado
   const hash = createHash('sha256').update(`batch\u0000${method}\u0000${callbackUrl ?? ''}`);
   for (const email of emails) hash.update(`\u0000${email}`);
   return hash.digest('base64url');
+}
+
+/** `1 address`, `2 addresses`: a message reads right for one as for many. */
+function counted(count: number, one: string, many: string): string {
+  return `${count} ${count === 1 ? one : many}`;
 }
