@@ -20,6 +20,7 @@ import {
   type Command,
   type RedisConnection,
 } from './redis-connection.js';
+import { recordResultsByScript, scriptable } from './redis-job-results.js';
 import type { RedisKeys } from './redis-keys.js';
 import { commitWants, type AccountWrites } from './redis-ledger.js';
 
@@ -50,9 +51,10 @@ const counted = (job: JobRecord, state: JobResultState, count: number): JobRecor
 
 /**
  * The batch part of the Redis Store. A job's rows belong to its account: every write that
- * touches them goes through the account's guarded write (redis-ledger.ts) with the ledger
- * requests that pay for them, so a crash or a lost race leaves both or neither. A job's
- * results and pending addresses are sorted sets of positions, read in pages.
+ * touches them is one atomic step with the ledger requests that pay for them, so a crash or a
+ * lost race leaves both or neither: the account's guarded write (redis-ledger.ts), or for a
+ * worker's flush of results, the results script (redis-job-results.ts). A job's results and
+ * pending addresses are sorted sets of positions, read in pages.
  */
 export function createRedisBatchStore(
   connection: RedisConnection,
@@ -142,6 +144,10 @@ export function createRedisBatchStore(
     },
     async recordJobResults(accountId, jobId, writes, at) {
       open();
+      // A worker's flush (settles and releases of the job's cost): one script, no race.
+      if (scriptable(writes)) {
+        return recordResultsByScript(connection, keys, accountId, jobId, writes, at);
+      }
       const positions = writes.map((write) => write.position);
       const reads: Command[] = [['hget', keys.jobs, jobId]];
       if (positions.length > 0) {

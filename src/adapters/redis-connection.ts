@@ -13,12 +13,13 @@ export interface Guard {
 }
 
 /**
- * The one script every write of the Redis store runs: it checks its guards, then applies its
- * commands, all in one atomic step (Redis runs a script to its end before anything else). The
- * decisions are made in TypeScript beforehand, against what was read; the guards (an account's
- * version, a record's previous text) make sure nothing changed since. So the ledger's rules
- * stay in one place, service/ledger.ts, for every store. The script does no arithmetic: Lua
- * numbers would print balances past 10^14 with "%.14g"; every value arrives as a string.
+ * The script every write of the Redis store runs, but for a worker's flush of results
+ * (redis-job-results.ts): it checks its guards, then applies its commands, all in one atomic
+ * step (Redis runs a script to its end before anything else). The decisions are made in
+ * TypeScript beforehand, against what was read; the guards (an account's version, a record's
+ * previous text) make sure nothing changed since. So the ledger's rules stay in one place,
+ * service/ledger.ts, for every store. The script does no arithmetic: Lua numbers would print
+ * balances past 10^14 with "%.14g"; every value arrives as a string.
  * Redis does not undo a script that fails halfway, so the commands are only ever ours, well
  * formed; a Redis out of memory refuses a script at its first write, before anything changed.
  *
@@ -55,6 +56,12 @@ export interface RedisConnection {
   read(commands: readonly Command[]): Promise<unknown[]>;
   /** 0 when written, else the 1-based index of the guard that failed (nothing written). */
   write(guards: readonly Guard[], commands: readonly Command[]): Promise<number>;
+  /** Runs a Lua script of the store's own (EVALSHA, loading it again after a restart). */
+  script<T>(
+    source: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<T>;
   /** Runs other Redis work (the rate limiter's), turning its failures into StoreErrors. */
   guarded<T>(work: () => Promise<T>): Promise<T>;
 }
@@ -68,14 +75,23 @@ export function redisConnection(client: Redis): RedisConnection {
     }
   };
   // The arguments go as one array: a 50,000-address job's are too many to spread into a call.
-  const evaluate = async (args: (string | number)[]): Promise<number> => {
+  const evaluate = async (source: string, sha: string, args: (string | number)[]) => {
     try {
-      return (await client.call('evalsha', [GUARDED_WRITE_SHA, ...args])) as number;
+      return await client.call('evalsha', [sha, ...args]);
     } catch (error) {
       // A restarted server has forgotten its scripts: EVAL loads it again.
       if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
-      return (await client.call('eval', [GUARDED_WRITE, ...args])) as number;
+      return await client.call('eval', [source, ...args]);
     }
+  };
+  const shas = new Map<string, string>([[GUARDED_WRITE, GUARDED_WRITE_SHA]]);
+  const shaOf = (source: string) => {
+    let sha = shas.get(source);
+    if (sha === undefined) {
+      sha = createHash('sha1').update(source).digest('hex');
+      shas.set(source, sha);
+    }
+    return sha;
   };
   return {
     client,
@@ -98,8 +114,12 @@ export function redisConnection(client: Redis): RedisConnection {
           args.push(command.length);
           for (const arg of command) args.push(arg);
         }
-        return evaluate(args);
+        return evaluate(GUARDED_WRITE, GUARDED_WRITE_SHA, args) as Promise<number>;
       }),
+    script: (source, keys, args) =>
+      guarded(
+        () => evaluate(source, shaOf(source), [keys.length, ...keys, ...args]) as Promise<never>,
+      ),
     guarded,
   };
 }

@@ -11,6 +11,10 @@
 // not at all, across any number of processes; a refusal writes nothing. Within one process the
 // commits of one account are queued, so concurrent requests of one process never retry against
 // each other; retries happen only between processes, and each round of them lets one through.
+// One write is not made this way: a batch worker's flush of results with their settles and
+// releases, the hot path of every worker at once, is one script that decides in Redis
+// (redis-job-results.ts says why and which rules it repeats); it bumps the version too, so the
+// writes here that read before it decide again.
 import type {
   CreditBalance,
   IdempotencyRecord,

@@ -158,6 +158,184 @@ export function batchStoreContract(store: () => Store): void {
       });
     });
 
+    it('refuses a whole flush when one settle asks more than the hold has left', async () => {
+      await create();
+      const outcome = await store().recordJobResults(
+        'acct_a',
+        'job_1',
+        [
+          { position: 0, record: record('a'), state: 'deliverable', ledger: settle('job_1', 0) },
+          { position: 3, record: record('c'), state: 'risky', ledger: settle('job_1', 3) },
+          {
+            position: 4,
+            record: record('d'),
+            state: 'deliverable',
+            ledger: { ...settle('job_1', 4), amount: 2 },
+          },
+        ],
+        1100,
+      );
+      // The two settles before it left 1 of the 3 held: the limit is what is left then.
+      expect(outcome).toEqual({ ok: false, code: 'exceeds_reservation', limit: 1 });
+      expect(await store().getJob('acct_a', 'job_1')).toMatchObject({ processed: 1, valid: 0 });
+      expect(await store().balance('acct_a')).toEqual({
+        available: 7,
+        reserved: 3,
+        used: 0,
+        total: 10,
+      });
+      expect((await store().jobResults('job_1', -1, 10)).map((row) => row.position)).toEqual([1]);
+      expect((await store().pendingJobItems('job_1', -1, 10)).length).toBe(3);
+      expect((await store().ledgerEntries('acct_a')).map((entry) => entry.ref)).toEqual([
+        'g-job_1',
+        'mv:batch:job_1:hold:1',
+      ]);
+      expect(await store().listHolds('acct_a')).toEqual([
+        { ref: 'mv:batch:job_1:hold:1', held: 3, charged: 0, expiresAt: 5000 },
+      ]);
+    });
+
+    it('files settles and releases as entries; a spent hold leaves the holds', async () => {
+      await create();
+      const outcome = await store().recordJobResults(
+        'acct_a',
+        'job_1',
+        [
+          { position: 0, record: record('a'), state: 'deliverable', ledger: settle('job_1', 0) },
+          {
+            position: 3,
+            record: record('c'),
+            state: 'risky',
+            ledger: {
+              kind: 'release',
+              ref: 'mv:batch:job_1:item:3',
+              reservation: 'mv:batch:job_1:hold:1',
+              amount: 1,
+              note: 'unverified',
+            },
+          },
+          // A position twice in one call: the first write is the one stored.
+          { position: 3, record: record('x'), state: 'deliverable' },
+        ],
+        1100,
+      );
+      expect(outcome).toMatchObject({
+        ok: true,
+        job: { processed: 4, valid: 2, invalid: 0, risky: 2 },
+      });
+      expect(await store().balance('acct_a')).toEqual({
+        available: 8,
+        reserved: 1,
+        used: 1,
+        total: 10,
+      });
+      const filed = await store().ledgerEntries('acct_a');
+      expect(filed.slice(2).map(({ seq: _, ...entry }) => entry)).toEqual([
+        {
+          accountId: 'acct_a',
+          ref: 'mv:batch:job_1:item:0',
+          kind: 'settle',
+          amount: 1,
+          delta: 0,
+          reservation: 'mv:batch:job_1:hold:1',
+          note: null,
+          createdAt: 1100,
+        },
+        {
+          accountId: 'acct_a',
+          ref: 'mv:batch:job_1:item:3',
+          kind: 'release',
+          amount: 1,
+          delta: 1,
+          reservation: 'mv:batch:job_1:hold:1',
+          note: 'unverified',
+          createdAt: 1100,
+        },
+      ]);
+      expect(filed.map((entry) => entry.seq)).toEqual(
+        [...filed.map((entry) => entry.seq)].sort((a, b) => a - b),
+      );
+      expect(await store().jobResults('job_1', 2, 10)).toEqual([
+        { position: 3, record: record('c'), duplicate: false },
+      ]);
+
+      await store().recordJobResults(
+        'acct_a',
+        'job_1',
+        [{ position: 4, record: record('d'), state: 'undeliverable', ledger: settle('job_1', 4) }],
+        1200,
+      );
+      expect(await store().listHolds('acct_a')).toEqual([]);
+      expect(await store().pendingJobItems('job_1', -1, 10)).toEqual([]);
+      expect(await store().getJob('acct_a', 'job_1')).toMatchObject({
+        processed: 5,
+        invalid: 1,
+      });
+      expect(await store().balance('acct_a')).toMatchObject({ reserved: 0, used: 2 });
+    });
+
+    it('replays a filed reference with the same request; refuses it with another', async () => {
+      await create();
+      await store().recordJobResults(
+        'acct_a',
+        'job_1',
+        [{ position: 0, record: record('a'), state: 'deliverable', ledger: settle('job_1', 0) }],
+        1100,
+      );
+      const conflict = await store().recordJobResults(
+        'acct_a',
+        'job_1',
+        [
+          { position: 3, record: record('c'), state: 'deliverable', ledger: settle('job_1', 3) },
+          {
+            position: 4,
+            record: record('d'),
+            state: 'deliverable',
+            ledger: { ...settle('job_1', 0), amount: 2 },
+          },
+        ],
+        1200,
+      );
+      expect(conflict).toMatchObject({
+        ok: false,
+        code: 'reference_conflict',
+        existing: { ref: 'mv:batch:job_1:item:0', kind: 'settle', amount: 1, createdAt: 1100 },
+      });
+      expect(await store().getJob('acct_a', 'job_1')).toMatchObject({ processed: 3 });
+      // Position 4 with position 0's settle as it was filed: its result lands, nothing is charged.
+      const replay = await store().recordJobResults(
+        'acct_a',
+        'job_1',
+        [{ position: 4, record: record('d'), state: 'deliverable', ledger: settle('job_1', 0) }],
+        1300,
+      );
+      expect(replay).toMatchObject({ ok: true, job: { processed: 4, valid: 3 } });
+      expect(await store().balance('acct_a')).toMatchObject({ reserved: 2, used: 1 });
+      expect((await store().ledgerEntries('acct_a')).length).toBe(3);
+    });
+
+    it('stores results without a ledger request for a job that holds nothing', async () => {
+      await store().applyLedger('acct_a', { kind: 'grant', ref: 'g-free', amount: 1 }, 1);
+      await store().createJob(
+        job('job_free', 'acct_a', { reservation: null, billable: 0 }),
+        ITEMS,
+        { requests: [] },
+        1000,
+      );
+      const outcome = await store().recordJobResults(
+        'acct_a',
+        'job_free',
+        [{ position: 0, record: record('a'), state: 'undeliverable' }],
+        1100,
+      );
+      expect(outcome).toMatchObject({ ok: true, job: { processed: 3, invalid: 2, risky: 1 } });
+      expect(await store().balance('acct_a')).toMatchObject({ available: 1, used: 0 });
+      expect(await store().recordJobResults('acct_b', 'job_free', [], 1100)).toEqual({
+        ok: false,
+        code: 'job_not_found',
+      });
+    });
+
     it('renews a live hold, later only; reholds; finishes once releasing the rest', async () => {
       await create();
       expect(await store().renewHold('acct_a', 'mv:batch:job_1:hold:1', 9000)).toBe(true);

@@ -1,7 +1,16 @@
+import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { NewJobItem, RateCounter, Store } from '../../src/ports/store.js';
+import type {
+  JobResultWrite,
+  LedgerRequest,
+  NewJobItem,
+  RateCounter,
+  Store,
+} from '../../src/ports/store.js';
 import { createRedisStore } from '../../src/redis.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { fcParams } from '../helpers/fast-check.js';
 import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
 import { account, storeContract } from './contract.js';
 
@@ -208,6 +217,160 @@ describe.runIf(server !== undefined)('redis store', () => {
       await store.close();
     }
   });
+});
+
+interface DrawnWrite {
+  readonly position: number;
+  readonly state: JobResultWrite['state'];
+  readonly kind: 'settle' | 'release' | 'none';
+  readonly amount: number;
+  readonly refOf: number;
+  readonly unknown: number;
+  readonly note: boolean;
+}
+
+describe.runIf(server !== undefined)('redis results script', () => {
+  const url = () => (server as RedisTestServer).url;
+  const HOLD = 'mv:batch:job_1:hold:1';
+
+  // A job of 8 addresses: some free with a result, some repeating an earlier one.
+  const items = fc.array(
+    fc.record({ billable: fc.boolean(), repeats: fc.nat(7), known: fc.boolean() }),
+    { minLength: 8, maxLength: 8 },
+  );
+  // Flushes as a worker sends them, with the mistakes it could make: positions out of range or
+  // stored already, amounts past the hold, unknown reservations, a reference reused.
+  const write: fc.Arbitrary<DrawnWrite> = fc.record({
+    position: fc.nat(9),
+    state: fc.constantFrom('deliverable' as const, 'undeliverable' as const, 'risky' as const),
+    kind: fc.constantFrom('settle' as const, 'release' as const, 'none' as const),
+    amount: fc.integer({ min: 1, max: 3 }),
+    refOf: fc.nat(9),
+    unknown: fc.nat(9),
+    note: fc.boolean(),
+  });
+
+  function writesOf(drawn: readonly DrawnWrite[]): JobResultWrite[] {
+    return drawn.map(({ position, state, kind, amount, refOf, unknown, note }) => {
+      const result = { position, record: JSON.stringify({ at: position, state }), state };
+      if (kind === 'none') return result;
+      const ledger: LedgerRequest = {
+        kind,
+        ref: `mv:batch:job_1:item:${refOf}`,
+        reservation: unknown === 0 ? 'mv:batch:job_1:hold:9' : HOLD,
+        amount,
+        ...(note ? { note: 'unverified' } : {}),
+      };
+      return { ...result, ledger };
+    });
+  }
+
+  const withoutSeq = <T extends { seq: number }>({ seq: _, ...entry }: T) => entry;
+
+  /** Everything a flush may change, as each store answers it. */
+  async function state(store: Store) {
+    return {
+      job: await store.getJob('acct_a', 'job_1'),
+      balance: await store.balance('acct_a'),
+      holds: await store.listHolds('acct_a'),
+      entries: (await store.ledgerEntries('acct_a')).map(withoutSeq),
+      results: await store.jobResults('job_1', -1, 100),
+      pending: await store.pendingJobItems('job_1', -1, 100),
+    };
+  }
+
+  /** An outcome as both stores can agree on it: seqs are each store's own; errors as data. */
+  const settled = async (promise: Promise<unknown>) =>
+    promise.then(
+      (outcome) => {
+        if (typeof outcome !== 'object' || outcome === null || !('existing' in outcome)) {
+          return outcome;
+        }
+        const { existing, ...rest } = outcome as { existing: { seq: number } };
+        return { ...rest, existing: withoutSeq(existing) };
+      },
+      (error: Error) => ({ thrown: error.name, message: error.message }),
+    );
+
+  it('stores what the TypeScript rules of the memory store store, flush by flush', async () => {
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        items,
+        fc.integer({ min: 0, max: 12 }),
+        // Positions differ within a flush: the memory store takes a repeated one's request too.
+        fc.array(fc.uniqueArray(write, { maxLength: 6, selector: (w) => w.position }), {
+          minLength: 1,
+          maxLength: 5,
+        }),
+        async (drawnItems, hold, flushes) => {
+          const memory = createMemoryStore();
+          const redis = createRedisStore(url(), {
+            keyPrefix: `mv-model-${runs++}:`,
+            holdSweepMs: 0,
+          });
+          try {
+            const jobItems: NewJobItem[] = drawnItems.map(({ billable, repeats, known }, i) => {
+              const duplicateOf = repeats < i && !billable && !known ? repeats : null;
+              return {
+                email: `user${duplicateOf ?? i}@example.org`,
+                billable: billable && duplicateOf === null,
+                duplicateOf,
+                result: known && !billable ? { record: `{"known":${i}}`, state: 'risky' } : null,
+              };
+            });
+            for (const store of [memory, redis]) {
+              await store.insertAccount(account('acct_a'));
+              await store.applyLedger('acct_a', { kind: 'grant', ref: 'g', amount: 12 }, 1);
+              await store.createJob(
+                {
+                  id: 'job_1',
+                  accountId: 'acct_a',
+                  method: 'quick',
+                  status: 'processing',
+                  totalEmails: jobItems.length,
+                  billable: jobItems.filter((item) => item.billable).length,
+                  cost: 1,
+                  reservation: hold === 0 ? null : HOLD,
+                  holds: 1,
+                  callbackUrl: null,
+                  processed: 0,
+                  valid: 0,
+                  invalid: 0,
+                  risky: 0,
+                  createdAt: 1,
+                  completedAt: null,
+                  failureReason: null,
+                  purgeAt: null,
+                },
+                jobItems,
+                {
+                  requests:
+                    hold === 0 ? [] : [{ kind: 'reserve', ref: HOLD, amount: hold, expiresAt: 9 }],
+                },
+                1,
+              );
+            }
+            for (const [i, drawn] of flushes.entries()) {
+              const writes = writesOf(drawn);
+              const expected = await settled(
+                memory.recordJobResults('acct_a', 'job_1', writes, 10 + i),
+              );
+              const actual = await settled(
+                redis.recordJobResults('acct_a', 'job_1', writes, 10 + i),
+              );
+              expect(actual).toEqual(expected);
+              expect(await state(redis)).toEqual(await state(memory));
+            }
+          } finally {
+            await memory.close();
+            await redis.close();
+          }
+        },
+      ),
+      fcParams({ numRuns: 60 }),
+    );
+  }, 60_000);
 });
 
 describe.runIf(server !== undefined)('redis rate counters', () => {
