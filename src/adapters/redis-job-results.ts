@@ -7,7 +7,12 @@
 // round let one through and the rest went again (4 workers: 0.53x the speed of 1). Here the
 // whole flush is one script that reads and writes in one atomic step: no snapshot round trip,
 // no version to lose. It still bumps the account's version, so that an optimistic writer
-// elsewhere (a hold renewal, finishJob) that read before it decides again.
+// elsewhere (a hold renewal, finishJob) that read before it decides again. Measured on 50,000
+// results in flushes of 256 from 1, 2 and 4 processes: client CPU 1.2, 2.0, 3.8 s before and
+// 0.5, 0.7, 0.9 s after, Redis CPU 0.6, 0.8, 1.1 s before and 0.6 s after at every count
+// (about 3 ms a flush, spread over its nine reads and writes per result; none stands out);
+// bench/scale.ts with 1, 2, 4 workers went from 4,307, 3,740, 5,044 ms to 3,384, 2,783,
+// 2,894 ms (medians of three, interleaved).
 //
 // The price is that the arithmetic of exactly two ledger requests exists in Lua as well as in
 // service/ledger.ts (planAgainstReservation): a settle or a release of a given amount against a
