@@ -168,14 +168,16 @@ export function createRedisBatchStore(
         ];
         let job = ownJob(jobText, accountId);
         if (job === undefined) return { result: { ok: false, code: 'job_not_found' } };
-        // A position with its result already (or twice in one call) is skipped with its
-        // ledger request: a replay writes nothing.
+        // A position with its result already, or given one by an earlier write of this call
+        // (itself, or the address it repeats), is skipped with its ledger request: writes are
+        // taken in order, and a replay writes nothing.
         const seen = new Set<number>();
         const fresh = writes.flatMap((write, i) => {
           const item = parsed<StoredItem>(items[i]);
           if (item === undefined || done[i] !== null || seen.has(write.position)) return [];
           seen.add(write.position);
-          const later = parsed<number[]>(waiting[i]) ?? [];
+          const later = (parsed<number[]>(waiting[i]) ?? []).filter((p) => !seen.has(p));
+          for (const position of later) seen.add(position);
           return [{ write, item, later }];
         });
         const ledger = fresh.flatMap(({ write }) =>

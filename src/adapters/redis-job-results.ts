@@ -72,7 +72,8 @@ if not jobText then return {'job_not_found'} end
 local job = cjson.decode(jobText)
 if job.accountId ~= account then return {'job_not_found'} end
 
--- A position with its result already, or twice in one call, is skipped with its request.
+-- A position with its result already, or given one by an earlier write of this call (itself,
+-- or the address it repeats), is skipped with its request: writes are taken in order.
 local positions = {}
 for i = 1, n do positions[i] = arg(i, 1) end
 local items, done, waiting = {}, {}, {}
@@ -86,6 +87,10 @@ for i = 1, n do
   local p = positions[i]
   if items[i] and not done[i] and not seen[p] then
     seen[p] = true
+    -- Its duplicates take its result in this write: a later write of one is skipped too.
+    if waiting[i] then
+      for _, later in ipairs(cjson.decode(waiting[i])) do seen[num(later)] = true end
+    end
     fresh[#fresh + 1] = i
     if arg(i, 4) ~= '' then refs[#refs + 1] = arg(i, 5) end
   end

@@ -136,7 +136,15 @@ export function createMemoryBatchStore(host: MemoryBatchHost): BatchStore {
     async recordJobResults(accountId, jobId, writes, at) {
       const found = jobOf(accountId, jobId);
       if (found === undefined) return { ok: false, code: 'job_not_found' };
-      const fresh = writes.filter((write) => found.items[write.position]?.result === null);
+      // In order, as SQLite's statements run: a position given its result by an earlier write
+      // of this call (itself, or the address it repeats) is skipped with its ledger request.
+      const taken = new Set<number>();
+      const fresh = writes.filter(({ position }) => {
+        if (found.items[position]?.result !== null || taken.has(position)) return false;
+        taken.add(position);
+        for (const later of found.duplicates.get(position) ?? []) taken.add(later);
+        return true;
+      });
       const requests = fresh.flatMap((write) => (write.ledger === undefined ? [] : [write.ledger]));
       const outcome = file(accountId, requests, at);
       if (!outcome.ok) return outcome as JobWriteOutcome;

@@ -133,6 +133,52 @@ export function batchStoreContract(store: () => Store): void {
       ]);
     });
 
+    it.each([
+      ['settles', (position: number) => settle('job_1', position)],
+      [
+        'releases of all that is left',
+        (position: number) => ({
+          kind: 'release' as const,
+          ref: `mv:batch:job_1:item:${position}`,
+          reservation: 'mv:batch:job_1:hold:1',
+        }),
+      ],
+    ])(
+      'takes the writes of one call in order: a position given its result earlier is skipped (%s)',
+      async (_kind, request) => {
+        await create();
+        // 0 twice (under another reference the second time), then 2, which repeats 0.
+        const outcome = await store().recordJobResults(
+          'acct_a',
+          'job_1',
+          [
+            { position: 0, record: record('a'), state: 'deliverable', ledger: request(0) },
+            {
+              position: 0,
+              record: record('a2'),
+              state: 'risky',
+              ledger: { ...request(0), ref: 'mv:batch:job_1:item:0:again' },
+            },
+            { position: 2, record: record('a3'), state: 'risky', ledger: request(2) },
+          ],
+          1100,
+        );
+        expect(outcome).toMatchObject({
+          ok: true,
+          job: { processed: 3, valid: 2, risky: 1, invalid: 0 },
+        });
+        const refs = (await store().ledgerEntries('acct_a')).map((entry) => entry.ref);
+        expect(refs.filter((ref) => ref.startsWith('mv:batch:job_1:item:'))).toEqual([
+          'mv:batch:job_1:item:0',
+        ]);
+        expect(await store().jobResults('job_1', -1, 10)).toEqual([
+          { position: 0, record: record('a'), duplicate: false },
+          { position: 1, record: record('b'), duplicate: false },
+          { position: 2, record: record('a'), duplicate: true },
+        ]);
+      },
+    );
+
     it('writes no result when its ledger request is refused', async () => {
       await create();
       const outcome = await store().recordJobResults(
