@@ -20,7 +20,7 @@ import {
   type Command,
   type RedisConnection,
 } from './redis-connection.js';
-import { recordResultsByScript, scriptable } from './redis-job-results.js';
+import { COUNTER, recordResultsByScript, scriptable } from './redis-job-results.js';
 import type { RedisKeys } from './redis-keys.js';
 import { commitWants, type AccountWrites } from './redis-ledger.js';
 
@@ -36,12 +36,6 @@ interface StoredResult {
   readonly record: string;
   readonly duplicate: boolean;
 }
-
-const COUNTER: Readonly<Record<JobResultState, 'valid' | 'invalid' | 'risky'>> = {
-  deliverable: 'valid',
-  undeliverable: 'invalid',
-  risky: 'risky',
-};
 
 const counted = (job: JobRecord, state: JobResultState, count: number): JobRecord => ({
   ...job,
@@ -168,6 +162,7 @@ export function createRedisBatchStore(
         ];
         let job = ownJob(jobText, accountId);
         if (job === undefined) return { result: { ok: false, code: 'job_not_found' } };
+        if (job.status !== 'processing') return { result: { ok: false, code: 'job_finished' } };
         // A position with its result already, or given one by an earlier write of this call
         // (itself, or the address it repeats), is skipped with its ledger request: writes are
         // taken in order, and a replay writes nothing.
@@ -204,6 +199,9 @@ export function createRedisBatchStore(
         (book, [jobText]) => {
           const job = ownJob(jobText, accountId);
           if (job === undefined) return { result: { ok: false, code: 'job_not_found' } };
+          if (job.status !== 'processing') {
+            return { result: { ok: false, code: 'job_finished' } };
+          }
           const outcome = applyLedgerCommit(accountId, { requests: [reserve] }, at, book);
           if (!outcome.ok) return { result: outcome as JobWriteOutcome };
           const reheld = { ...job, reservation: reserve.ref, holds: job.holds + 1 };

@@ -29,11 +29,24 @@
 // A refusal writes nothing: every read and check runs before the first write. The store
 // contract (test/store/batch-contract.ts) runs the same calls on the memory, SQLite and Redis
 // stores, and test/store/redis-store.test.ts compares this path with the TypeScript one.
-import type { JobRecord, JobResultWrite, JobWriteOutcome, LedgerRequest } from '../ports/store.js';
+import type {
+  JobRecord,
+  JobResultState,
+  JobResultWrite,
+  JobWriteOutcome,
+  LedgerRequest,
+} from '../ports/store.js';
 import { ledgerRequestProblem } from '../service/ledger.js';
 import { StoreError } from '../store/store-error.js';
 import type { RedisConnection } from './redis-connection.js';
 import type { RedisKeys } from './redis-keys.js';
+
+/** The job counter a result's state counts in. */
+export const COUNTER: Readonly<Record<JobResultState, 'valid' | 'invalid' | 'risky'>> = {
+  deliverable: 'valid',
+  undeliverable: 'invalid',
+  risky: 'risky',
+};
 
 /** Arguments per write after the header (see the script). */
 const FIELDS = 9;
@@ -71,6 +84,8 @@ local jobText = redis.call('hget', KEYS[8], jobId)
 if not jobText then return {'job_not_found'} end
 local job = cjson.decode(jobText)
 if job.accountId ~= account then return {'job_not_found'} end
+-- A completed or failed job takes no more results: nothing more is charged for it.
+if job.status ~= 'processing' then return {'job_finished'} end
 
 -- A position with its result already, or given one by an earlier write of this call (itself,
 -- or the address it repeats), is skipped with its request: writes are taken in order.
@@ -314,6 +329,7 @@ export async function recordResultsByScript(
     case 'ok':
       return { ok: true, job: JSON.parse(detail) as JobRecord };
     case 'job_not_found':
+    case 'job_finished':
       return { ok: false, code };
     case 'ref_twice':
       throw new StoreError('invalid', `ref ${detail} appears twice in one commit`);
@@ -329,5 +345,3 @@ export async function recordResultsByScript(
       throw new StoreError('io', `Redis answered the results script with ${String(code)}.`);
   }
 }
-
-const COUNTER = { deliverable: 'valid', undeliverable: 'invalid', risky: 'risky' } as const;

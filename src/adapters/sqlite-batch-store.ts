@@ -166,7 +166,9 @@ export function createSqliteBatchStore(
       writes: Parameters<BatchStore['recordJobResults']>[2],
       at: number,
     ): JobWriteOutcome => {
-      if (jobOf(accountId, jobId) === undefined) return { ok: false, code: 'job_not_found' };
+      const stored = jobOf(accountId, jobId);
+      if (stored === undefined) return { ok: false, code: 'job_not_found' };
+      if (stored.status !== 'processing') return { ok: false, code: 'job_finished' };
       // Results first (a position with its result already changes nothing and files nothing),
       // then their ledger requests; a refusal throws, which rolls the results back with it.
       const duplicates = s.anyDuplicate.get(jobId) !== undefined;
@@ -188,7 +190,9 @@ export function createSqliteBatchStore(
 
   const reholdJob = tx(
     (accountId: string, jobId: string, reserve: LedgerRequest, at: number): JobWriteOutcome => {
-      if (jobOf(accountId, jobId) === undefined) return { ok: false, code: 'job_not_found' };
+      const stored = jobOf(accountId, jobId);
+      if (stored === undefined) return { ok: false, code: 'job_not_found' };
+      if (stored.status !== 'processing') return { ok: false, code: 'job_finished' };
       const outcome = file(accountId, [reserve], at);
       if (!outcome.ok) return outcome as JobWriteOutcome;
       s.rehold.run(reserve.ref, jobId);

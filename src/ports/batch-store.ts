@@ -105,7 +105,9 @@ export interface JobFinish {
 export type JobWriteOutcome =
   | { readonly ok: true; readonly job: JobRecord }
   | Exclude<LedgerCommitOutcome, { ok: true }>
-  | { readonly ok: false; readonly code: 'job_not_found' };
+  | { readonly ok: false; readonly code: 'job_not_found' }
+  /** The job is completed or failed: it takes no more results and no new hold. */
+  | { readonly ok: false; readonly code: 'job_finished' };
 
 /**
  * The batch side of the Store port (DESIGN 5.5, 6): jobs, their results in input order, and

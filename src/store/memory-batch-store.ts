@@ -136,6 +136,7 @@ export function createMemoryBatchStore(host: MemoryBatchHost): BatchStore {
     async recordJobResults(accountId, jobId, writes, at) {
       const found = jobOf(accountId, jobId);
       if (found === undefined) return { ok: false, code: 'job_not_found' };
+      if (found.job.status !== 'processing') return { ok: false, code: 'job_finished' };
       // In order, as SQLite's statements run: a position given its result by an earlier write
       // of this call (itself, or the address it repeats) is skipped with its ledger request.
       const taken = new Set<number>();
@@ -156,6 +157,7 @@ export function createMemoryBatchStore(host: MemoryBatchHost): BatchStore {
     async reholdJob(accountId, jobId, reserve, at) {
       const found = jobOf(accountId, jobId);
       if (found === undefined) return { ok: false, code: 'job_not_found' };
+      if (found.job.status !== 'processing') return { ok: false, code: 'job_finished' };
       const outcome = file(accountId, [reserve], at);
       if (!outcome.ok) return outcome as JobWriteOutcome;
       found.job = { ...found.job, reservation: reserve.ref, holds: found.job.holds + 1 };

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
 import type { Dns, MxAnswer } from '../../src/ports/dns.js';
-import type { Store } from '../../src/ports/store.js';
+import type { JobRecord, Store } from '../../src/ports/store.js';
+import type { JobWork } from '../../src/service/batch/job-work.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { createService, type Service } from '../../src/service/service.js';
 import type { ServiceError } from '../../src/service/service-error.js';
@@ -401,6 +402,47 @@ describe.each(stores)('batch jobs (%s)', (_name, makeStore) => {
     await Promise.all([first.batchWork.deliverWebhooks(), second.batchWork.deliverWebhooks()]);
     expect(webhooks.sent).toHaveLength(2);
     expect(await store.jobWebhooks(created.id)).toMatchObject([{ status: 'delivered' }]);
+  });
+
+  it('a part of a job whose hold another part remade settles against the new hold', async () => {
+    const store = makeStore();
+    // The job's work without a runner: the test runs two parts of it, as two workers would.
+    let work: JobWork | undefined;
+    const service = createService({
+      engine: createEngine({ offline: true }),
+      store,
+      batch: {
+        runner: (given) => {
+          work = given;
+          return { start() {}, resume: async () => 0, stop: async () => {}, idle: async () => {} };
+        },
+      },
+    });
+    services.push(service);
+    const account = await service.admin.createAccount({ email: 'o@example.org', credits: 100 });
+    const emails = Array.from({ length: 10 }, (_, i) => `user${i}@example.org`);
+    const { id } = await service.submitBatch(
+      { accountId: account.id },
+      { emails, method: 'quick' },
+    );
+    const job = (await store.getJob(account.id, id)) as JobRecord;
+    // The hold lapses (a long wait in a queue) and the sweeper releases it.
+    expect(await store.sweep(Date.now() + 86_400_000)).toBe(1);
+    const items = await store.pendingJobItems(id, -1, 100);
+    const part = async function* (from: number, to: number) {
+      yield* items.slice(from, to);
+    };
+    const signal = new AbortController().signal;
+    // The first part remakes the hold for all that is left; the second, which read the job
+    // before, finds it remade and settles against it instead of failing the job.
+    await work?.verify(job, part(0, 4), signal);
+    await work?.verify(job, part(4, 10), signal);
+    await work?.finish(job);
+    expect(await service.batchStatus({ accountId: account.id }, id)).toMatchObject({
+      status: 'completed',
+      processed: 10,
+    });
+    expect(await store.balance(account.id)).toMatchObject({ used: 10, reserved: 0 });
   });
 
   it('matches IP filters while running and gives their credits back', async () => {

@@ -432,6 +432,35 @@ export function batchStoreContract(store: () => Store): void {
       });
       // Finishing again changes nothing and queues no second webhook.
       await store().finishJob('acct_a', 'job_1', finish, { ...webhook, id: 'msg_2' }, 9003);
+      // A finished job takes no more results and no new hold: nothing more is charged for it
+      // (a chunk still running elsewhere when it failed), by either path of a store.
+      for (const ledger of [
+        settle('job_1', 0),
+        {
+          kind: 'release' as const,
+          ref: 'mv:batch:job_1:item:0',
+          reservation: 'mv:batch:job_1:hold:2',
+        },
+      ]) {
+        expect(
+          await store().recordJobResults(
+            'acct_a',
+            'job_1',
+            [{ position: 0, record: record('a'), state: 'deliverable', ledger }],
+            9003,
+          ),
+        ).toEqual({ ok: false, code: 'job_finished' });
+      }
+      expect(
+        await store().reholdJob(
+          'acct_a',
+          'job_1',
+          { kind: 'reserve', ref: 'mv:batch:job_1:hold:3', amount: 3 },
+          9003,
+        ),
+      ).toEqual({ ok: false, code: 'job_finished' });
+      expect(await store().balance('acct_a')).toMatchObject({ available: 10, reserved: 0 });
+      expect(await store().jobResults('job_1', -1, 10)).toHaveLength(1); // the free one
       expect((await store().jobWebhooks('job_1')).map((m) => m.id)).toEqual(['msg_1']);
 
       expect((await store().dueWebhooks(9001, 10)).length).toBe(0);

@@ -82,41 +82,52 @@ export function createJobWork(
 ): JobWork {
   const { engine, store, clock } = ctx;
 
-  async function* pending(job: JobRecord): AsyncGenerator<PendingJobItem> {
+  /** The job's pending addresses, a page at a time, by position. */
+  async function* pendingPages(
+    jobId: string,
+    size: number,
+  ): AsyncGenerator<readonly PendingJobItem[]> {
     let after = -1;
     for (;;) {
-      const page = await store.pendingJobItems(job.id, after, PENDING_PAGE);
+      const page = await store.pendingJobItems(jobId, after, size);
       if (page.length === 0) return;
       after = (page[page.length - 1] as PendingJobItem).position;
-      yield* page;
+      yield page;
     }
   }
 
-  /** Remaining billable addresses: what a new hold must cover. */
-  async function pendingCount(jobId: string): Promise<number> {
-    let count = 0;
-    let after = -1;
-    for (;;) {
-      const page = await store.pendingJobItems(jobId, after, PENDING_PAGE * 10);
-      if (page.length === 0) return count;
-      count += page.length;
-      after = (page[page.length - 1] as PendingJobItem).position;
-    }
+  async function* pending(job: JobRecord): AsyncGenerator<PendingJobItem> {
+    for await (const page of pendingPages(job.id, PENDING_PAGE)) yield* page;
   }
 
-  /** The hold lapsed (a long stop, a slow job): reserve what is left under a new reference. */
+  /**
+   * The hold lapsed (a long stop, a job long in a queue): reserve what is left under a new
+   * reference. Chunks of one job run at once in several workers, so another may have remade
+   * it already, or be remaking it under the same reference right now: then its hold is the
+   * job's, and this chunk settles against it.
+   */
   async function rehold(job: JobRecord): Promise<JobRecord> {
-    const remaining = await pendingCount(job.id);
-    if (remaining === 0) return job;
+    const current = await store.getJob(job.accountId, job.id);
+    if (current?.status !== 'processing') {
+      throw new JobFailure('internal_error: the job finished while this part of it ran');
+    }
+    if (current.reservation !== job.reservation) return current;
+    let remaining = 0;
+    for await (const page of pendingPages(job.id, PENDING_PAGE * 10)) remaining += page.length;
+    if (remaining === 0) return current;
     const reserve: LedgerRequest = {
       kind: 'reserve',
-      ref: jobHoldRef(job.id, job.holds + 1),
+      ref: jobHoldRef(job.id, current.holds + 1),
       amount: remaining * job.cost,
       expiresAt: clock.now() + settings.holdTtlMs,
       note: `batch ${job.id}`,
     };
     const outcome = await store.reholdJob(job.accountId, job.id, reserve, clock.now());
     if (outcome.ok) return outcome.job;
+    if (outcome.code === 'reference_conflict') {
+      const remade = await store.getJob(job.accountId, job.id);
+      if (remade !== undefined && remade.reservation !== job.reservation) return remade;
+    }
     if (outcome.code === 'insufficient_credits') {
       throw new JobFailure(
         `insufficient_credits: the job's credit hold lapsed and ${outcome.needed} credits are no longer available`,
