@@ -1,5 +1,7 @@
 import { FlowProducer, Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
+import { delay } from '../delay.js';
+import { optional } from '../optional.js';
 import type { JobRecord, PendingJobItem } from '../ports/store.js';
 import { chunkByDomain } from '../service/batch/chunks.js';
 import { failureReason, JobFailure, type JobWork } from '../service/batch/job-work.js';
@@ -10,6 +12,11 @@ export interface BullmqRunnerOptions {
   readonly connection: string | RedisOptions;
   /** Default `mailverdict-batch`. Every API and worker process of one deployment shares it. */
   readonly queueName?: string;
+  /**
+   * BullMQ's key prefix. Default `bull`. Two deployments on one Redis (two store key
+   * prefixes) need two queues: a distinct prefix or queue name each.
+   */
+  readonly prefix?: string;
   /**
    * Verify chunks in this process (`mailverdict worker`). Default false: the process only
    * queues the jobs it takes (`mailverdict serve --redis`).
@@ -52,6 +59,8 @@ const CHUNK_ATTEMPTS = 20;
  */
 const MAX_STALLS = 50;
 const KEEP_ENDED_SECONDS = 7 * 86_400;
+/** How long stop() waits for BullMQ to close cleanly. */
+const CLOSE_DEADLINE_MS = 5_000;
 
 /**
  * The batch runner on BullMQ (DESIGN 6): a job becomes a flow, one child per chunk of its
@@ -94,8 +103,14 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
     // queues its job later); the worker's blocking connection waits for Redis to come back.
     const producerConnection = connect(options.connection, { maxRetriesPerRequest: 2 });
     const connections = [producerConnection];
-    const producer = new FlowProducer({ connection: producerConnection as ConnectionOptions });
-    const queue = new Queue(queueName, { connection: producerConnection as ConnectionOptions });
+    const producer = new FlowProducer({
+      connection: producerConnection as ConnectionOptions,
+      ...optional('prefix', options.prefix),
+    });
+    const queue = new Queue(queueName, {
+      connection: producerConnection as ConnectionOptions,
+      ...optional('prefix', options.prefix),
+    });
     let worker: Worker | undefined;
     if (options.work === true) {
       const workerConnection = connect(options.connection, { maxRetriesPerRequest: null });
@@ -106,6 +121,7 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
         lockDuration: lockMs,
         stalledInterval: Math.max(1_000, Math.floor(lockMs / 2)),
         maxStalledCount: MAX_STALLS,
+        ...optional('prefix', options.prefix),
       });
       // Errors here are Redis going away and coming back: BullMQ reconnects by itself.
       worker.on('error', () => undefined);
@@ -173,9 +189,24 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
     }
   }
 
+  /**
+   * Queues every processing job that is not queued, and renews its hold: a job waiting behind
+   * others in the queue is alive, and its credits stay held for it (chunks renew it only
+   * while they run).
+   */
   async function reconcile(): Promise<number> {
     const jobs = await store.listJobs('processing');
-    for (const job of jobs) await enqueue(job);
+    const { clock } = work.ctx;
+    for (const job of jobs) {
+      await enqueue(job);
+      if (job.reservation !== null) {
+        await store.renewHold(
+          job.accountId,
+          job.reservation,
+          clock.now() + work.settings.holdTtlMs,
+        );
+      }
+    }
     return jobs.length;
   }
 
@@ -200,8 +231,19 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
       const closing = parts;
       parts = undefined;
       if (closing !== undefined) {
-        await closing.worker?.close();
-        await Promise.allSettled([closing.producer.close(), closing.queue.close()]);
+        // BullMQ's close waits for Redis to answer, which it may never do while Redis is
+        // away: after the deadline the connections are cut, and a chunk this worker held
+        // goes to another once its lock lapses, as if the process had died.
+        const deadline = new AbortController();
+        await Promise.race([
+          Promise.allSettled([
+            closing.worker?.close(),
+            closing.producer.close(),
+            closing.queue.close(),
+          ]),
+          delay(CLOSE_DEADLINE_MS, deadline.signal).catch(() => undefined),
+        ]);
+        deadline.abort();
         for (const connection of closing.connections) connection.disconnect();
       }
       stopping = new AbortController();

@@ -202,3 +202,25 @@ run('batch jobs on BullMQ: chunks across worker services sharing one store', () 
     expect(await store.balance(account.id)).toMatchObject({ used: BILLABLE, reserved: 0 });
   }, 60_000);
 });
+
+run('a BullMQ worker while Redis is away', () => {
+  it('stops within its deadline instead of waiting for Redis forever', async () => {
+    const redis = await startRedisServer();
+    const service = createService({
+      engine: createEngine({ offline: true }),
+      store: createMemoryStore(),
+      batch: { runner: bullmqBatchRunner({ connection: redis.url, work: true }) },
+    });
+    try {
+      await service.start();
+      await redis.stop();
+      const stopped = await Promise.race([
+        service.stop().then(() => 'stopped'),
+        new Promise((resolve) => setTimeout(resolve, 15_000, 'still waiting')),
+      ]);
+      expect(stopped).toBe('stopped');
+    } finally {
+      await redis.close();
+    }
+  }, 30_000);
+});
