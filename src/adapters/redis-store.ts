@@ -61,8 +61,8 @@ export const REDIS_MAX_RETRIES_PER_REQUEST = 2;
  * outbox, under one key prefix. Every write to an account is one atomic script guarded by the
  * account's version (redis-ledger.ts), or for a batch worker's results with their settles, one
  * script that decides in Redis (redis-job-results.ts), so two processes can never both spend
- * the last credit;
- * rate limits are rate-limiter-flexible's Redis limiter, atomic across processes. Given a URL,
+ * the last credit; rate limits are rate-limiter-flexible's Redis limiter, atomic across
+ * processes. Given a URL,
  * the store owns its connection (`close()` quits it); given an ioredis client, it leaves the
  * client open, and the client should be built with a small `maxRetriesPerRequest`. Redis
  * unreachable fails a call with a StoreError `io` (500 internal_error), never a charge without

@@ -88,8 +88,19 @@ export function storeName(flags: FileFlags): string {
   return flags.redis === undefined ? flags.db : redacted(flags.redis);
 }
 
+/**
+ * The URL without its secrets, for messages: no password (in the userinfo or as a
+ * `?password=` parameter, which ioredis honours) and no query at all.
+ */
 function redacted(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
+  try {
+    const parsed = new URL(url);
+    const user =
+      parsed.username === '' ? '' : `${parsed.username}${parsed.password === '' ? '' : ':***'}@`;
+    return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
+  } catch {
+    return '(an unreadable URL)';
+  }
 }
 
 /** The account the command is about: --account, or the file's only one. */

@@ -94,6 +94,19 @@ describe('mailverdict CLI (in-process)', () => {
     }
   });
 
+  it('an unreachable Redis is a failure (exit 4) that never prints its password', async () => {
+    const { code, err } = await run([
+      'keys',
+      'list',
+      '--redis',
+      'redis://ops:secret@127.0.0.1:1/0?password=secret',
+    ]);
+    expect(code).toBe(4);
+    expect(err).toMatch(/Redis is unreachable/);
+    expect(err).not.toContain('secret');
+    expect(err).not.toContain('    at ');
+  });
+
   it('--version prints the package version', async () => {
     const { code, out } = await run(['--version']);
     expect(code).toBe(0);

@@ -5,8 +5,8 @@ import type { PendingJobItem } from '../../ports/store.js';
  * together: one worker then asks DNS about a domain once and holds its SMTP sessions (and its
  * catch-all answer) itself. Domains are packed in order of first appearance, up to `size`
  * addresses a chunk; a domain larger than that gives full chunks of its own, and its rest is
- * packed like a small domain. Positions
- * within a chunk ascend. Deterministic, so the same pending list always gives the same chunks.
+ * packed like a small domain. Positions within a chunk ascend. Deterministic, so the same
+ * pending list always gives the same chunks.
  */
 export function chunkByDomain(items: readonly PendingJobItem[], size: number): number[][] {
   if (!(Number.isInteger(size) && size >= 1)) throw new RangeError('chunk size must be >= 1');
