@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { raceAbort } from '../dns/abortable.js';
 import type { WebhookResponse, WebhookSender } from '../ports/webhook.js';
 import { isPublicAddress } from '../smtp/target-policy.js';
 
@@ -51,7 +52,9 @@ export function createNodeWebhookSender(options: NodeWebhookOptions = {}): Webho
       if (ipaddr.isValid(host)) addresses = [host];
       else {
         try {
-          addresses = await resolve(host);
+          // The lookup counts against the attempt's deadline: a resolver that never answers
+          // would otherwise hold the attempt (and its outbox lease) past it.
+          addresses = await raceAbort(resolve(host), AbortSignal.timeout(request.timeoutMs));
         } catch (error) {
           return {
             kind: 'error',

@@ -233,6 +233,13 @@ describe('the webhook sender SSRF guard', () => {
     });
   });
 
+  it('gives up on a resolver that never answers by the attempt deadline', async () => {
+    const sender = createNodeWebhookSender({ resolve: () => new Promise(() => {}) });
+    expect(
+      await sender.send({ ...request('https://silent.test/hook'), timeoutMs: 100 }),
+    ).toMatchObject({ kind: 'error', code: 'dns' });
+  });
+
   it('connects to the address it checked, keeping the name in Host', async () => {
     const hook = await receiver(() => 200);
     cleanups.push(hook.close);
