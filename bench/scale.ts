@@ -133,14 +133,17 @@ export function printScaleTable(rows: readonly ScaleRow[]) {
     `\nScale-out: a ${SIZE.toLocaleString('en')}-address quick job over ${DOMAINS.toLocaleString('en')} domains on BullMQ + the Redis store, verified by N \`mailverdict worker\` processes (2 chunks of 500 at once each), a loopback DNS server (its own process) answering after ${LATENCY_MS} ms; ${availableParallelism()} cores. Wall = submission to completed.\n`,
   );
   console.log(
-    '| workers | wall ms | speed-up vs 1 | of which submit ms | MX queries | worker CPU s | redis-server CPU s | CPU busy (of the cores) |',
+    '| workers | wall ms | of which submit ms | verify ms (wall - submit) | speed-up vs 1 (verify) | MX queries | worker CPU s | redis-server CPU s | CPU busy (of the cores) |',
   );
-  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
-  const one = rows[0]?.ms ?? 1;
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  // Speed-up on the workers' part: the submission runs in this process, the same for every
+  // row, and the first row's pays this process's warm-up.
+  const verifyMs = (row: ScaleRow) => row.ms - row.submitMs;
+  const one = rows[0] === undefined ? 1 : verifyMs(rows[0]);
   for (const row of rows) {
     const busy = (row.workerCpuS + row.redisCpuS) / (row.ms / 1_000);
     console.log(
-      `| ${row.workers} | ${row.ms.toFixed(0)} | ${(one / row.ms).toFixed(2)}x | ${row.submitMs.toFixed(0)} | ${row.mxQueries.toLocaleString('en')} | ${row.workerCpuS.toFixed(1)} | ${row.redisCpuS.toFixed(1)} | ${busy.toFixed(2)} of ${availableParallelism()} |`,
+      `| ${row.workers} | ${row.ms.toFixed(0)} | ${row.submitMs.toFixed(0)} | ${verifyMs(row).toFixed(0)} | ${(one / verifyMs(row)).toFixed(2)}x | ${row.mxQueries.toLocaleString('en')} | ${row.workerCpuS.toFixed(1)} | ${row.redisCpuS.toFixed(1)} | ${busy.toFixed(2)} of ${availableParallelism()} |`,
     );
   }
 }
