@@ -69,8 +69,8 @@ const CLOSE_DEADLINE_MS = 5_000;
  * positions still without a result and stores them with their settles (the store skips a
  * position stored already, and a ledger reference never applies twice), so a chunk retried
  * after its worker died re-verifies and re-charges nothing that was stored. The job finishes
- * once (`finishJob` answers a finished job as it stands) and its webhook leaves the shared
- * outbox once (a lease per attempt).
+ * once (`finishJob` answers a finished job as it stands), which queues its webhook once in
+ * the shared outbox; a lease per attempt picks the one process that sends it.
  *
  * @example
  * const runner = bullmqBatchRunner({ connection: 'redis://127.0.0.1:6379', work: true });
