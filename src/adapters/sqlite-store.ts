@@ -699,14 +699,7 @@ function groupBalances(statements: Statements): GroupBalances {
     }),
     write() {
       for (const accountId of changed) {
-        const balance = current.get(accountId) as CreditBalance;
-        statements.setBalance.run(
-          balance.available,
-          balance.reserved,
-          balance.used,
-          balance.total,
-          accountId,
-        );
+        writeBalance(statements, accountId, current.get(accountId) as CreditBalance);
       }
     },
     clear() {
@@ -714,6 +707,11 @@ function groupBalances(statements: Statements): GroupBalances {
       changed.clear();
     },
   };
+}
+
+function writeBalance(statements: Statements, accountId: string, balance: CreditBalance): void {
+  const { available, reserved, used, total } = balance;
+  statements.setBalance.run(available, reserved, used, total, accountId);
 }
 
 /** One account's ledger rows, read and written by prepared statements. */
@@ -747,13 +745,7 @@ function sqliteBook(statements: Statements, accountId: string): LedgerBook {
       );
     },
     putBalance(balance) {
-      statements.setBalance.run(
-        balance.available,
-        balance.reserved,
-        balance.used,
-        balance.total,
-        accountId,
-      );
+      writeBalance(statements, accountId, balance);
     },
     putIdempotency(key, record) {
       if (record === undefined) statements.deleteIdempotency.run(accountId, key);

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { JobRecord, NewJobItem, Store, WebhookMessage } from '../../src/ports/store.js';
 
-const job = (id: string, accountId: string, overrides: Partial<JobRecord> = {}): JobRecord => ({
+/** A processing job of the contract's shape; `overrides` for what a test needs otherwise. */
+export const job = (
+  id: string,
+  accountId: string,
+  overrides: Partial<JobRecord> = {},
+): JobRecord => ({
   id,
   accountId,
   method: 'quick',

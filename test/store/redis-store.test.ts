@@ -12,6 +12,7 @@ import { createRedisStore } from '../../src/redis.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { fcParams } from '../helpers/fast-check.js';
 import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
+import { job } from './batch-contract.js';
 import { account, storeContract } from './contract.js';
 
 const available = redisAvailable();
@@ -137,26 +138,12 @@ describe.runIf(server !== undefined)('redis store', () => {
       }));
       const billable = items.filter((item) => item.billable).length;
       const created = await store.createJob(
-        {
-          id: 'job_big',
-          accountId: 'acct_a',
-          method: 'quick',
-          status: 'processing',
+        job('job_big', 'acct_a', {
           totalEmails: items.length,
           billable,
-          cost: 1,
           reservation: 'hold',
-          holds: 1,
-          callbackUrl: null,
-          processed: 0,
-          valid: 0,
-          invalid: 0,
-          risky: 0,
           createdAt: 1,
-          completedAt: null,
-          failureReason: null,
-          purgeAt: null,
-        },
+        }),
         items,
         { requests: [{ kind: 'reserve', ref: 'hold', amount: billable }] },
         1,
@@ -325,26 +312,12 @@ describe.runIf(server !== undefined)('redis results script', () => {
               await store.insertAccount(account('acct_a'));
               await store.applyLedger('acct_a', { kind: 'grant', ref: 'g', amount: 12 }, 1);
               await store.createJob(
-                {
-                  id: 'job_1',
-                  accountId: 'acct_a',
-                  method: 'quick',
-                  status: 'processing',
+                job('job_1', 'acct_a', {
                   totalEmails: jobItems.length,
                   billable: jobItems.filter((item) => item.billable).length,
-                  cost: 1,
                   reservation: hold === 0 ? null : HOLD,
-                  holds: 1,
-                  callbackUrl: null,
-                  processed: 0,
-                  valid: 0,
-                  invalid: 0,
-                  risky: 0,
                   createdAt: 1,
-                  completedAt: null,
-                  failureReason: null,
-                  purgeAt: null,
-                },
+                }),
                 jobItems,
                 {
                   requests:
