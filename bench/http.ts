@@ -21,6 +21,11 @@ export interface HttpRow {
   readonly failed: number;
   /** The server process's CPU time (user and system) per request answered, in microseconds. */
   readonly cpuMicros: number;
+  /**
+   * This process's CPU time per request while autocannon drove the row: the load generator
+   * shares the machine's cores with the server, and it is what bounds the bare server here.
+   */
+  readonly loadCpuMicros: number;
   /** The bare server's requests/s in the slices between this row's: what `vs bare` divides by. */
   readonly ceiling: number;
 }
@@ -59,17 +64,27 @@ interface Tally {
   readonly requests: number;
   readonly seconds: number;
   readonly cpuMicros: number;
+  readonly loadCpuMicros: number;
   readonly p50s: readonly number[];
   readonly p99s: readonly number[];
   readonly failed: number;
 }
 
-const NO_RUNS: Tally = { requests: 0, seconds: 0, cpuMicros: 0, p50s: [], p99s: [], failed: 0 };
+const NO_RUNS: Tally = {
+  requests: 0,
+  seconds: 0,
+  cpuMicros: 0,
+  loadCpuMicros: 0,
+  p50s: [],
+  p99s: [],
+  failed: 0,
+};
 
 /** One autocannon run of `seconds` on `path`, added to `tally`. */
 async function load(server: Server, path: string, seconds: number, tally: Tally): Promise<Tally> {
   let next = 0;
   const before = await server.cpu();
+  const loadBefore = process.cpuUsage();
   const result = await autocannon({
     url: `${server.url}${path}`,
     connections: CONNECTIONS,
@@ -87,10 +102,12 @@ async function load(server: Server, path: string, seconds: number, tally: Tally)
       },
     ],
   });
+  const loadCpu = process.cpuUsage(loadBefore);
   return {
     requests: tally.requests + result.requests.total,
     seconds: tally.seconds + result.duration,
     cpuMicros: tally.cpuMicros + ((await server.cpu()) - before),
+    loadCpuMicros: tally.loadCpuMicros + loadCpu.user + loadCpu.system,
     p50s: [...tally.p50s, result.latency.p50],
     p99s: [...tally.p99s, result.latency.p99],
     failed: tally.failed + result.non2xx + result.errors,
@@ -132,6 +149,7 @@ export async function httpBench(): Promise<HttpRow[]> {
       p99: median(tally.p99s),
       failed: tally.failed,
       cpuMicros: tally.cpuMicros / Math.max(tally.requests, 1),
+      loadCpuMicros: tally.loadCpuMicros / Math.max(tally.requests, 1),
       ceiling: ceiling === 0 ? perSecond : ceiling,
     };
   };
@@ -156,6 +174,7 @@ export async function httpBench(): Promise<HttpRow[]> {
           requests: bareTally.requests + ceiling.requests,
           seconds: bareTally.seconds + ceiling.seconds,
           cpuMicros: bareTally.cpuMicros + ceiling.cpuMicros,
+          loadCpuMicros: bareTally.loadCpuMicros + ceiling.loadCpuMicros,
           p50s: [...bareTally.p50s, ...ceiling.p50s],
           p99s: [...bareTally.p99s, ...ceiling.p99s],
           failed: bareTally.failed + ceiling.failed,
@@ -180,12 +199,12 @@ export function printHttpTable(rows: readonly HttpRow[]): void {
     `\nHTTP: GET /v1/verify, ${CONNECTIONS} connections for ${SECONDS} s a row (autocannon), servers in their own processes, Node ${process.version}; every server gets the same requests, rotating the bearer keys of 1,000 keys of one enterprise account so that no key meets its 300 a minute; each row takes turns with the bare server in ${SLICES} slices and is compared with the bare slices in between (the bare row: all of them)\n`,
   );
   console.log(
-    '| server | request | requests/s | vs bare | p50 ms | p99 ms | server CPU/request | non-2xx |',
+    '| server | request | requests/s | vs bare | p50 ms | p99 ms | server CPU/request | autocannon CPU/request | non-2xx |',
   );
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const row of rows) {
     console.log(
-      `| ${row.server} | ${row.request} | ${Math.round(row.perSecond).toLocaleString('en')} | ${(row.perSecond / row.ceiling).toFixed(2)}x | ${row.p50} | ${row.p99} | ${row.cpuMicros.toFixed(1)} us | ${row.failed} |`,
+      `| ${row.server} | ${row.request} | ${Math.round(row.perSecond).toLocaleString('en')} | ${(row.perSecond / row.ceiling).toFixed(2)}x | ${row.p50} | ${row.p99} | ${row.cpuMicros.toFixed(1)} us | ${row.loadCpuMicros.toFixed(1)} us | ${row.failed} |`,
     );
   }
 }
