@@ -1,0 +1,441 @@
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { Resolver } from 'node:dns/promises';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createNodeSmtp } from '../../src/adapters/node-smtp.js';
+import { createNodeWebhookSender } from '../../src/adapters/node-webhook.js';
+import { requireCallbackUrl } from '../../src/service/batch/callback-url.js';
+import { ServiceError } from '../../src/service/service-error.js';
+import { isPublicAddress } from '../../src/smtp/target-policy.js';
+import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
+
+/**
+ * Hostile SSRF inputs: every address form that reaches our own network, as MX targets, domain
+ * literals and webhook callback URLs. A refusal is proved without connecting anywhere: every
+ * socket connect is intercepted (recorded and failed before any packet leaves), so a guard
+ * that let one through shows up as a recorded attempt, never as traffic.
+ */
+
+/** Addresses no probe or webhook may reach: loopback, private, reserved, and wrappers of them. */
+const NON_PUBLIC: ReadonlyArray<readonly [string, string]> = [
+  ['IPv4 loopback', '127.0.0.1'],
+  ['IPv4 loopback, elsewhere in 127/8', '127.255.0.9'],
+  ['unspecified', '0.0.0.0'],
+  ['this network', '0.1.2.3'],
+  ['RFC 1918 10/8', '10.0.0.1'],
+  ['RFC 1918 172.16/12', '172.31.255.254'],
+  ['RFC 1918 192.168/16', '192.168.0.1'],
+  ['CGNAT 100.64/10', '100.64.0.1'],
+  ['CGNAT 100.64/10, top', '100.127.255.254'],
+  ['link-local (cloud metadata)', '169.254.169.254'],
+  ['IETF protocol assignments', '192.0.0.8'],
+  ['benchmarking', '198.19.0.1'],
+  ['documentation', '203.0.113.9'],
+  ['multicast', '239.255.255.250'],
+  ['reserved 240/4', '240.0.0.1'],
+  ['broadcast', '255.255.255.255'],
+  ['IPv6 loopback', '::1'],
+  ['IPv6 unspecified', '::'],
+  ['IPv4-mapped loopback', '::ffff:127.0.0.1'],
+  ['IPv4-mapped loopback, hex', '::ffff:7f00:1'],
+  ['IPv4-mapped private', '::ffff:10.0.0.1'],
+  ['IPv4-mapped metadata', '::ffff:a9fe:a9fe'],
+  ['IPv4-compatible loopback (deprecated ::/96)', '::7f00:1'],
+  ['IPv4-compatible loopback, dotted', '::127.0.0.1'],
+  ['IPv4-compatible private', '::a00:1'],
+  ['IPv4-compatible public (still ::/96, not global unicast)', '::808:808'],
+  ['IPv4-translated (RFC 6145)', '::ffff:0:7f00:1'],
+  ['NAT64 of loopback', '64:ff9b::7f00:1'],
+  ['NAT64 of private', '64:ff9b::a00:1'],
+  ['NAT64 local-use prefix (RFC 8215), public-looking tail', '64:ff9b:1:7f00:0:100:808:808'],
+  ['NAT64 local-use prefix (RFC 8215)', '64:ff9b:1::a00:1'],
+  ['6to4 of loopback', '2002:7f00:1::'],
+  ['6to4 of private', '2002:c0a8:101::1'],
+  ['Teredo', '2001:0:4136:e378:8000:63bf:3fff:fdd2'],
+  ['unique local fc00::/7', 'fc00::1'],
+  ['unique local fd00::/8', 'fd12:3456::1'],
+  ['link-local fe80::/10', 'fe80::1'],
+  ['link-local fe80::/10, top', 'febf::1'],
+  ['site-local (deprecated)', 'fec0::1'],
+  ['multicast ff00::/8', 'ff02::1'],
+  ['discard-only 100::/64', '100::1'],
+  ['documentation 2001:db8::/32', '2001:db8::1'],
+  ['documentation 3fff::/20', '3fff::1'],
+  ['reserved ::/8 outside the mapped forms', '::2'],
+  ['unallocated 4000::/3 (not global unicast 2000::/3)', '4000::1'],
+  ['reserved 1::/16', '1::1'],
+];
+
+const PUBLIC: readonly string[] = [
+  '8.8.8.8',
+  '1.1.1.1',
+  '2001:4860:4860::8888',
+  '2606:4700:4700::1111',
+  '::ffff:8.8.8.8',
+  '64:ff9b::808:808',
+  '2002:808:808::1',
+];
+
+/** Socket connects, intercepted: recorded and failed before anything is sent. */
+let connects: string[] = [];
+beforeEach(() => {
+  connects = [];
+  const original = net.Socket.prototype.connect;
+  vi.spyOn(net.Socket.prototype, 'connect').mockImplementation(function (
+    this: net.Socket,
+    ...args: unknown[]
+  ) {
+    // net.createConnection hands connect its normalized arguments as one array.
+    const [first, second] = Array.isArray(args[0]) ? (args[0] as unknown[]) : args;
+    const target = connectTarget(first, second);
+    connects.push(target);
+    // Only our own loopback test servers are ever really connected to.
+    if (/^(?:127\.0\.0\.1|localhost):/.test(target) && allowLoopback) {
+      return original.apply(this, args as never);
+    }
+    process.nextTick(() =>
+      this.destroy(Object.assign(new Error(`blocked ${target}`), { code: 'ECONNREFUSED' })),
+    );
+    return this;
+  });
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+  allowLoopback = false;
+});
+let allowLoopback = false;
+
+/**
+ * `host:port` a connect call would reach. A host name with a `lookup` option (the webhook
+ * sender's pinned answer, which calls back at once) is what that lookup answers; a name any
+ * other lookup would resolve stays a name, and is blocked.
+ */
+function connectTarget(first: unknown, second: unknown): string {
+  if (typeof first !== 'object' || first === null) return `${String(second)}:${String(first)}`;
+  const options = first as { host?: string; port?: number; lookup?: net.LookupFunction };
+  let host = String(options.host);
+  if (typeof options.lookup === 'function' && net.isIP(host) === 0) {
+    options.lookup(host, {}, (error, address) => {
+      if (error === null && typeof address === 'string') host = address;
+    });
+  }
+  return `${host}:${String(options.port)}`;
+}
+
+describe('isPublicAddress', () => {
+  it.each(NON_PUBLIC)('refuses %s (%s)', (_kind, address) => {
+    expect(isPublicAddress(address)).toBe(false);
+  });
+
+  it.each(PUBLIC)('allows the global unicast address %s', (address) => {
+    expect(isPublicAddress(address)).toBe(true);
+  });
+
+  it.each(['2130706433', '0x7f.1', '017700000001', '127.1', '0', 'localhost', '', 'mx.example'])(
+    'refuses %s, a spelling or a name that is not a plain public address',
+    (address) => expect(isPublicAddress(address)).toBe(false),
+  );
+});
+
+describe('SMTP prober: MX targets and domain literals', () => {
+  const recipient = { address: 'user@example.org', smtpUtf8: false };
+  const prober = (resolveHost: (host: string) => readonly string[], resolved: string[] = []) =>
+    createNodeSmtp({
+      heloName: 'probe.example.net',
+      mailFrom: 'probe@example.net',
+      port: 2525,
+      resolveHost: async (host) => {
+        resolved.push(host);
+        return resolveHost(host);
+      },
+      onWarning: () => undefined,
+    });
+
+  it.each(NON_PUBLIC)(
+    'never connects to an MX host resolving to %s (%s)',
+    async (_kind, address) => {
+      const report = await prober(() => [address]).probe({
+        domain: 'example.org',
+        hosts: ['mx.example.org'],
+        recipients: [recipient],
+      });
+      expect(report.connections).toBe(0);
+      expect(connects).toEqual([]);
+      expect(report.recipients[0]?.class).toBe('no_connect');
+    },
+  );
+
+  it.each(NON_PUBLIC.filter(([, address]) => !address.includes(':')))(
+    'never connects to the domain literal [%s] (%s)',
+    async (_kind, address) => {
+      const resolved: string[] = [];
+      const report = await prober(() => ['8.8.8.8'], resolved).probe({
+        domain: `[${address}]`,
+        hosts: [`[${address}]`],
+        recipients: [{ address: `user@[${address}]`, smtpUtf8: false }],
+      });
+      expect(report.connections).toBe(0);
+      expect(connects).toEqual([]);
+      expect(resolved).toEqual([]);
+    },
+  );
+
+  it.each(NON_PUBLIC.filter(([, address]) => address.includes(':')))(
+    'never connects to the domain literal [IPv6:%s] (%s)',
+    async (_kind, address) => {
+      const resolved: string[] = [];
+      const report = await prober(() => ['8.8.8.8'], resolved).probe({
+        domain: `[IPv6:${address}]`,
+        hosts: [`[IPv6:${address}]`],
+        recipients: [{ address: `user@[IPv6:${address}]`, smtpUtf8: false }],
+      });
+      expect(report.connections).toBe(0);
+      expect(connects).toEqual([]);
+      expect(resolved).toEqual([]);
+    },
+  );
+
+  it.each(['127.0.0.1', '::1', '10.0.0.1', '::ffff:127.0.0.1', '::7f00:1'])(
+    'never connects to an MX record naming the IP %s directly',
+    async (literal) => {
+      const report = await prober(() => ['8.8.8.8']).probe({
+        domain: 'example.org',
+        hosts: [literal],
+        recipients: [recipient],
+      });
+      expect(report.connections).toBe(0);
+      expect(connects).toEqual([]);
+    },
+  );
+
+  it('refuses a trailing-dot IP MX name (`MX 10 127.0.0.1.`) when it resolves to loopback', async () => {
+    const report = await prober((host) => (host === '127.0.0.1.' ? ['127.0.0.1'] : [])).probe({
+      domain: 'example.org',
+      hosts: ['127.0.0.1.'],
+      recipients: [recipient],
+    });
+    expect(report.connections).toBe(0);
+    expect(connects).toEqual([]);
+  });
+
+  it('skips the private addresses of a host and connects only to a checked public one', async () => {
+    const report = await prober(() => ['10.0.0.1', '::7f00:1', '8.8.8.8']).probe({
+      domain: 'example.org',
+      hosts: ['mx.example.org'],
+      recipients: [recipient],
+    });
+    // The one attempt goes to the public address (and is blocked by the interceptor).
+    expect(connects).toEqual(['8.8.8.8:2525']);
+    expect(report.connections).toBe(1);
+  });
+});
+
+describe('webhook callback URL at submission', () => {
+  const policy = { allowHttp: false, allowPrivateNetworks: false };
+  const refused = (url: string, which = policy) => {
+    try {
+      requireCallbackUrl(url, which);
+    } catch (error) {
+      return error instanceof ServiceError ? error.code : 'other';
+    }
+    return 'accepted';
+  };
+
+  it.each([
+    'https://127.0.0.1/',
+    'https://localhost/',
+    'https://LOCALHOST/',
+    'https://foo.localhost/',
+    'https://[::1]/',
+    'https://[::ffff:127.0.0.1]/',
+    'https://[::ffff:7f00:1]/',
+    'https://[::7f00:1]/',
+    'https://[::127.0.0.1]/',
+    'https://[::a00:1]/',
+    'https://0.0.0.0/',
+    'https://0/',
+    'https://2130706433/',
+    'https://0x7f.1/',
+    'https://017700000001/',
+    'https://0x7f000001/',
+    'https://127.1/',
+    'https://100.64.0.1/',
+    'https://169.254.169.254/latest/meta-data/',
+    'https://[fc00::1]/',
+    'https://[fe80::1]/',
+    'https://[64:ff9b::7f00:1]/',
+    'https://[64:ff9b:1::a00:1]/',
+    'https://[2002:7f00:1::]/',
+    'https://[4000::1]/',
+  ])('refuses %s', (url) => {
+    expect(refused(url)).toBe('invalid_request');
+  });
+
+  it.each([
+    ['http when only https is allowed', 'http://hooks.example.com/'],
+    ['credentials', 'https://user:pass@hooks.example.com/'],
+    ['a user name alone', 'https://user@hooks.example.com/'],
+    ['file:', 'file:///etc/passwd'],
+    ['gopher:', 'gopher://hooks.example.com/'],
+    ['ftp:', 'ftp://hooks.example.com/'],
+    ['data:', 'data:text/plain,x'],
+    ['javascript:', 'javascript:alert(1)'],
+    ['a relative URL', '/hook'],
+    ['a very long URL', `https://hooks.example.com/${'a'.repeat(100_000)}`],
+  ])('refuses %s', (_kind, url) => {
+    expect(refused(url)).toBe('invalid_request');
+  });
+
+  it('takes http only when the policy allows it', () => {
+    expect(refused('http://hooks.example.com/', { ...policy, allowHttp: true })).toBe('accepted');
+    expect(refused('http://127.0.0.1/', { ...policy, allowHttp: true })).toBe('invalid_request');
+  });
+});
+
+describe('webhook sender', () => {
+  const request = (url: string) => ({ url, headers: {}, body: '{}', timeoutMs: 2_000 });
+
+  it.each([
+    'http://127.0.0.1/',
+    'http://localhost:9/',
+    'http://[::1]/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://0.0.0.0/',
+    'http://0/',
+    'http://2130706433/',
+    'http://0x7f.1/',
+    'http://017700000001/',
+    'http://100.64.0.1/',
+    'http://169.254.169.254/',
+    'http://[fc00::1]/',
+    'http://[fe80::1]/',
+    'http://[64:ff9b::7f00:1]/',
+    'http://[2002:7f00:1::]/',
+    'http://[::7f00:1]/',
+    'http://[::a00:1]/',
+    'http://[64:ff9b:1::a00:1]/',
+    'http://[4000::1]/',
+  ])('refuses %s without a connection attempt', async (url) => {
+    const resolved: string[] = [];
+    const sender = createNodeWebhookSender({
+      resolve: async (host) => {
+        resolved.push(host);
+        return host === 'localhost' ? ['127.0.0.1', '::1'] : ['8.8.8.8'];
+      },
+    });
+    expect(await sender.send(request(url))).toMatchObject({
+      kind: 'error',
+      code: 'forbidden_address',
+    });
+    expect(connects).toEqual([]);
+  });
+
+  it.each(NON_PUBLIC)(
+    'refuses a name resolving to %s (%s) without a connection attempt',
+    async (_kind, address) => {
+      const sender = createNodeWebhookSender({ resolve: async () => [address] });
+      expect(await sender.send(request('https://hooks.example.com/done'))).toMatchObject({
+        kind: 'error',
+        code: 'forbidden_address',
+      });
+      expect(connects).toEqual([]);
+    },
+  );
+
+  it.each(['file:///etc/passwd', 'gopher://hooks.example.com/', 'ftp://hooks.example.com/'])(
+    'sends nothing to the scheme of %s',
+    async (url) => {
+      const sender = createNodeWebhookSender({ resolve: async () => ['8.8.8.8'] });
+      expect(await sender.send(request(url))).toMatchObject({ kind: 'error' });
+      expect(connects).toEqual([]);
+    },
+  );
+
+  describe('through a real DNS server on loopback', () => {
+    let dns: TestDnsServer | undefined;
+    afterEach(async () => {
+      await dns?.close();
+      dns = undefined;
+    });
+
+    it('refuses a public-looking name whose A or AAAA record is private', async () => {
+      dns = await startDnsServer({
+        'hooks.rebind.example': { a: ['127.0.0.1'] },
+        'v6.rebind.example': { aaaa: ['::ffff:a9fe:a9fe'] },
+        'compat.rebind.example': { aaaa: ['::7f00:1'] },
+      });
+      const resolver = new Resolver({ timeout: 1_000, tries: 1 });
+      resolver.setServers([dns.address]);
+      const sender = createNodeWebhookSender({
+        resolve: async (host) => {
+          const v4 = await resolver.resolve4(host).catch(() => [] as string[]);
+          const v6 = await resolver.resolve6(host).catch(() => [] as string[]);
+          return [...v4, ...v6];
+        },
+      });
+      for (const host of ['hooks.rebind.example', 'v6.rebind.example', 'compat.rebind.example']) {
+        expect(await sender.send(request(`https://${host}/done`))).toMatchObject({
+          code: 'forbidden_address',
+        });
+      }
+      expect(connects).toEqual([]);
+    });
+  });
+
+  it('resolves once and connects to the address it checked (no rebinding)', async () => {
+    allowLoopback = true;
+    const hits: string[] = [];
+    const server = http.createServer((req, res) => {
+      hits.push(String(req.headers.host));
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      let resolutions = 0;
+      const sender = createNodeWebhookSender({
+        allowPrivateNetworks: true,
+        // First answer is the checked one; any later lookup would rebind to the metadata IP.
+        resolve: async () => (resolutions++ === 0 ? ['127.0.0.1'] : ['169.254.169.254']),
+      });
+      expect(await sender.send(request(`http://hooks.example.com:${port}/done`))).toEqual({
+        kind: 'status',
+        status: 200,
+      });
+      expect(resolutions).toBe(1);
+      expect(connects).toEqual([`127.0.0.1:${port}`]);
+      expect(hits).toEqual([`hooks.example.com:${port}`]);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('never follows a redirect (to a private address or anywhere)', async () => {
+    allowLoopback = true;
+    let targetHits = 0;
+    const target = http.createServer((_req, res) => {
+      targetHits++;
+      res.end();
+    });
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    const targetPort = (target.address() as AddressInfo).port;
+    const redirector = http.createServer((_req, res) => {
+      res.writeHead(307, { location: `http://127.0.0.1:${targetPort}/internal` }).end();
+    });
+    await new Promise<void>((resolve) => redirector.listen(0, '127.0.0.1', resolve));
+    const port = (redirector.address() as AddressInfo).port;
+    try {
+      const sender = createNodeWebhookSender({ allowPrivateNetworks: true });
+      expect(await sender.send(request(`http://127.0.0.1:${port}/hook`))).toEqual({
+        kind: 'status',
+        status: 307,
+      });
+      expect(targetHits).toBe(0);
+      expect(connects).toEqual([`127.0.0.1:${port}`]);
+    } finally {
+      await new Promise((resolve) => redirector.close(resolve));
+      await new Promise((resolve) => target.close(resolve));
+    }
+  });
+});
