@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteStore, MIGRATIONS } from '../../src/sqlite.js';
+import type { FilterRecord, FilterType } from '../../src/ports/store.js';
 import { account, storeContract } from './contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailverdict-sqlite-'));
@@ -79,6 +80,61 @@ describe('sqlite store: migration 2, IP filter prefixes', () => {
       expect(await store.ipFilterPrefixes('acct_a')).toEqual({ v4: [8], v6: [128] });
       await store.deleteFilter('acct_a', 'flt_2');
       expect(await store.ipFilterPrefixes('acct_a')).toEqual({ v4: [], v6: [128] });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('sqlite store: which filter types an account has', () => {
+  const filter = (id: string, type: FilterType, value: string): FilterRecord => ({
+    id,
+    accountId: 'acct_a',
+    type,
+    value,
+    action: 'block',
+    reason: null,
+    createdAt: 1,
+  });
+
+  it("sees another connection's filter writes on the same file at its next lookup", async () => {
+    const path = join(dir, `filter-types-${files++}.db`);
+    const server = createSqliteStore(path);
+    const cli = createSqliteStore(path);
+    try {
+      await server.insertAccount(account('acct_a'));
+      // The server learns that the account has no filters, then the CLI adds one.
+      expect(await server.findFilters('acct_a', 'email', ['a@example.com'])).toEqual([]);
+      expect(await server.findFilters('acct_a', 'domain', ['example.com', 'com'])).toEqual([]);
+      await cli.insertFilter(filter('flt_1', 'email', 'a@example.com'));
+      await cli.insertFilter(filter('flt_2', 'domain', 'example.com'));
+      expect(await server.findFilters('acct_a', 'email', ['a@example.com'])).toMatchObject([
+        { id: 'flt_1' },
+      ]);
+      expect(await server.findFilters('acct_a', 'domain', ['example.com', 'com'])).toMatchObject([
+        { id: 'flt_2' },
+      ]);
+      // And their removal.
+      await cli.deleteFilter('acct_a', 'flt_1');
+      expect(await server.findFilters('acct_a', 'email', ['a@example.com'])).toEqual([]);
+    } finally {
+      await cli.close();
+      await server.close();
+    }
+  });
+
+  it('sees its own filter writes at once', async () => {
+    const store = createSqliteStore(':memory:');
+    try {
+      await store.insertAccount(account('acct_a'));
+      expect(await store.findFilters('acct_a', 'domain', ['example.com'])).toEqual([]);
+      await store.insertFilter(filter('flt_1', 'domain', 'example.com'));
+      expect(await store.findFilters('acct_a', 'domain', ['example.com'])).toMatchObject([
+        { id: 'flt_1' },
+      ]);
+      expect(await store.findFilters('acct_a', 'email', ['a@example.com'])).toEqual([]);
+      await store.deleteFilter('acct_a', 'flt_1');
+      expect(await store.findFilters('acct_a', 'domain', ['example.com'])).toEqual([]);
     } finally {
       await store.close();
     }
