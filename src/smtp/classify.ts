@@ -224,16 +224,37 @@ const SESSION_PERMANENT: readonly Rule[] = [
 const CODE_IN_TEXT = /(?:^|#)([245])\.(\d{1,3})\.(\d{1,3})\b/;
 const ENHANCED = /^([245])\.(\d{1,3})\.(\d{1,3})$/;
 
+/** An enhanced code at the start of a line of a multi-line reply. */
+const LINE_CODE = /^([245])\.(\d{1,3})\.(\d{1,3})(?: |$)/;
+
 function read(reply: SmtpReply): Reading {
   const code = reply.code;
   const words = typeof reply.text === 'string' ? reply.text : '';
   const klass = String(Math.floor(code / 100));
   const parts =
+    aboutUs(reply, klass) ??
     (typeof reply.enhanced === 'string' ? ENHANCED.exec(reply.enhanced) : null) ??
     CODE_IN_TEXT.exec(words);
   // RFC 3463 2: the class digit must agree with the reply code's.
   if (parts === null || parts[1] !== klass) return { code, subject: -1, detail: -1, text: words };
   return { code, subject: Number(parts[2]), detail: Number(parts[3]), text: words };
+}
+
+/**
+ * A later line's code about us (X.7.x policy, X.1.7/X.1.8 our sender) in a multi-line reply:
+ * "550-5.1.1 Recipient rejected / 550 5.7.1 Client host blocked" refuses us, whatever the
+ * first line said (DESIGN 3: X.7.x is policy whatever the text says).
+ */
+function aboutUs(reply: SmtpReply, klass: string): RegExpExecArray | null {
+  const lines = Array.isArray(reply.lines) ? reply.lines : [];
+  let sender: RegExpExecArray | null = null;
+  for (let i = 1; i < lines.length; i++) {
+    const parts = LINE_CODE.exec((lines[i] as string).trimStart());
+    if (parts === null || parts[1] !== klass) continue;
+    if (parts[2] === '7') return parts;
+    if (parts[2] === '1' && (parts[3] === '7' || parts[3] === '8')) sender ??= parts;
+  }
+  return sender;
 }
 
 function judge(rules: readonly Rule[], reading: Reading): ReplyClass {

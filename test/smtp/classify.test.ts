@@ -71,6 +71,13 @@ const RCPT_CASES: Array<[string, ReplyClass]> = [
     'sender_refused',
   ],
   ['550-Verification failed for <me@example.net>\r\n550 Sender verify failed', 'sender_refused'],
+  // A multi-line reply whose later line speaks of us: the code about us outweighs the first.
+  [
+    '550-5.1.1 Recipient rejected\r\n550 5.7.1 Client host [203.0.113.9] blocked using zen.spamhaus.org',
+    'blocked',
+  ],
+  ['550-5.1.1 Recipient rejected\r\n550 5.1.8 Bad sender domain', 'sender_refused'],
+  ['550-5.1.1 The email account does not exist.\r\n550 5.1.1 Try double-checking', 'rejected'],
   ['421 4.7.0 Try again later, closing connection.', 'try_next_mx'],
   ['554 Transaction failed', 'refused'],
   ['550 Requested action not taken: mailbox unavailable', 'refused'],
