@@ -231,7 +231,7 @@ async function probeChunk(
     const failure = await askHost(open, target, host);
     if (failure === undefined) continue;
     last = { class: failureClass(failure.class), reply: failure.reply, host };
-    if (!triesNextHost(failure.class)) break;
+    if (!triesNextHost(failure.class, failure.greeted)) break;
   }
   return answers.map((answer) => answer ?? last);
 
@@ -245,7 +245,7 @@ async function probeChunk(
     open: number[],
     target: string,
     host: string,
-  ): Promise<{ class: SessionFailure; reply: SmtpReply | null } | undefined> {
+  ): Promise<{ class: SessionFailure; reply: SmtpReply | null; greeted: boolean } | undefined> {
     for (let asking = open; asking.length > 0;) {
       const session = await sessionOnHost(
         asking.map((index) => recipients[index] as ProbeRecipient),
@@ -264,7 +264,7 @@ async function probeChunk(
         if (answer.class === 'too_many_recipients') putOff.push(index);
       });
       if (session.failure !== undefined) {
-        return { class: session.failure, reply: session.failureReply };
+        return { class: session.failure, reply: session.failureReply, greeted: session.greeted };
       }
       asking = putOff.length < asking.length ? putOff : [];
     }
@@ -331,8 +331,13 @@ async function sessionOnHost(
   return sessionOnHost(recipients, target, host, options, limits, countConnection, signal, false);
 }
 
-/** RFC 5321 5.1: an unreachable host, a 421 or a 4xx greeting sends us to the next MX. */
-function triesNextHost(failure: SessionFailure): boolean {
+/**
+ * RFC 5321 5.1: an unreachable host, a 421 or a 4xx greeting sends us to the next MX; so does
+ * a host that took the connection and never greeted (a tarpit, or a host half down), as
+ * MTAs treat a greeting timeout: the next MX may well answer.
+ */
+function triesNextHost(failure: SessionFailure, greeted: boolean): boolean {
+  if (failure === 'timeout') return !greeted;
   return failure === 'try_next_mx' || failure === 'closed' || failure === 'no_connect';
 }
 

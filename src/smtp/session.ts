@@ -97,6 +97,7 @@ export class ProbeSession {
   #failureReply: SmtpReply | null = null;
   #mailRefused = false;
   #tls = false;
+  #greeted = false;
 
   constructor(plan: SessionPlan) {
     this.#plan = plan;
@@ -126,6 +127,11 @@ export class ProbeSession {
   /** QUIT was sent: only its 221 is awaited, briefly, and nothing it says changes an answer. */
   get quitting(): boolean {
     return this.#phase === 'quit';
+  }
+
+  /** Whether the server greeted at all (any reply to the connection): a tarpit never does. */
+  get greeted(): boolean {
+    return this.#greeted;
   }
 
   /** Whether the dialogue runs over TLS. */
@@ -171,6 +177,7 @@ export class ProbeSession {
   }
 
   #onReply(reply: SmtpReply): readonly SessionAction[] {
+    if (this.#phase !== 'done') this.#greeted = true;
     switch (this.#phase) {
       case 'banner':
         if (reply.code === 220) return this.#greet();
