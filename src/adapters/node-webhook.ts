@@ -127,9 +127,10 @@ function post(
     if (request.signal?.aborted === true) onAbort();
     req.on('response', (response) => {
       done({ kind: 'status', status: response.statusCode ?? 0 });
-      // The body says nothing we act on: read and drop it, then let the socket go.
-      response.resume();
+      // The body says nothing we act on, and the socket is never reused (agent: false): close
+      // it now. Reading it to its end let a receiver that never ends it hold the socket.
       response.on('error', () => undefined);
+      req.destroy();
     });
     req.on('error', (error) => {
       const code = (error as NodeJS.ErrnoException).code;

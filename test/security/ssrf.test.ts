@@ -439,3 +439,45 @@ describe('webhook sender', () => {
     }
   });
 });
+
+describe('webhook sender against a hostile receiver', () => {
+  it('lets the connection go once it has the status, however long the body runs', async () => {
+    allowLoopback = true;
+    let closed!: () => void;
+    const socketClosed = new Promise<void>((resolve) => (closed = resolve));
+    let stop = false;
+    const server = http.createServer((req, res) => {
+      req.socket.on('close', () => {
+        stop = true;
+        closed();
+      });
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      // An endless body: 64 KiB at a time for as long as anyone reads it.
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      const pump = () => {
+        while (!stop && res.write(chunk));
+        if (!stop) res.once('drain', pump);
+      };
+      pump();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const sender = createNodeWebhookSender({ allowPrivateNetworks: true });
+      expect(
+        await sender.send({
+          url: `http://127.0.0.1:${port}/hook`,
+          headers: {},
+          body: '{}',
+          timeoutMs: 2_000,
+        }),
+      ).toEqual({ kind: 'status', status: 200 });
+      // The sender must close its side: a receiver that never ends its body cannot hold it.
+      await socketClosed;
+    } finally {
+      stop = true;
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 10_000);
+});
