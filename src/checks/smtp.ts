@@ -81,15 +81,26 @@ export function smtp(options: SmtpCheckOptions = {}): Checker {
         );
       return ask(true).then(async (report) => {
         let answer = report.recipients[0] as ProbeAnswer;
+        let catchAll = report.catchAll;
         if (answer.class === 'greylisted' && facts.retryGreylisted === true) {
           await delay(options.greylistRetryMs ?? GREYLIST_RETRY_MS, signal);
-          answer = (await ask(false)).recipients[0] as ProbeAnswer;
+          // The greylister put off the random address too (postgrey greylists each
+          // recipient): ask it again with the mailbox, or a catch-all domain behind the
+          // greylister passes as deliverable. Same address, so its greylisting has passed.
+          const again = await ask(!isConclusive(catchAll));
+          answer = again.recipients[0] as ProbeAnswer;
+          catchAll = isConclusive(catchAll) ? catchAll : (again.catchAll ?? catchAll);
         }
-        facts.smtp = { answer, catchAll: report.catchAll };
+        facts.smtp = { answer, catchAll };
         return SMTP_FINDINGS[answer.class];
       });
     },
   };
+}
+
+/** Whether a catch-all probe's answer says anything: the random address taken or refused. */
+function isConclusive(probe: ProbeAnswer | null): boolean {
+  return probe?.class === 'accepted' || probe?.class === 'rejected';
 }
 
 const CATCH_ALL = risky('catch_all', 'accepts_any_address', 'catch_all');

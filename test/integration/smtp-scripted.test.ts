@@ -671,3 +671,63 @@ describe('scripted servers: tarpits and deadlines', () => {
     expect([verdict?.state, verdict?.reason]).toEqual(['risky', 'timeout']);
   });
 });
+
+describe('scripted servers: greylisting', () => {
+  /** postgrey: each (sender, recipient) is put off once, then passed to what is behind it. */
+  function postgrey(behind: (command: string) => Answer | null): Script {
+    const seen = new Set<string>();
+    return {
+      banner: '220 mail.example.org ESMTP Postfix (Debian/GNU)\r\n',
+      on: (command) => {
+        if (!command.startsWith('RCPT')) return null;
+        const rcpt = recipient(command);
+        if (!seen.has(rcpt)) {
+          seen.add(rcpt);
+          return `450 4.2.0 <${rcpt}>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/help/example.org.html\r\n`;
+        }
+        return behind(command);
+      },
+    };
+  }
+
+  async function verifyRetrying(server: ScriptedServer, address: string): Promise<Verdict> {
+    const engine = createEngine({
+      dns: createMemoryDns(
+        { 'example.org': ['mx.example.org'] },
+        { 'mx.example.org': ['127.0.0.1'] },
+      ),
+      smtpOptions: { ...SMTP_OPTIONS, port: server.port },
+      greylistRetryMs: 50,
+    });
+    return engine.verify(address, { method: 'smtp', retryGreylisted: true });
+  }
+
+  it('answers at once by default: greylisted, unknown', async () => {
+    const server = await serve(postgrey(annOnly()));
+    const [verdict] = await verify(server, ['ann@example.org']);
+    expect([verdict?.state, verdict?.reason]).toEqual(['risky', 'unavailable_smtp']);
+    expect(verdict?.riskFactors).toContain('greylisted');
+  });
+
+  it('retried in front of a catch-all: the retry asks the random address too', async () => {
+    const server = await serve(postgrey(() => '250 2.1.5 Ok\r\n'));
+    const verdict = await verifyRetrying(server, 'ann@example.org');
+    expect([verdict.state, verdict.reason, verdict.catchAll]).toEqual([
+      'risky',
+      'low_deliverability',
+      true,
+    ]);
+  });
+
+  it('retried in front of a server that knows its mailboxes', async () => {
+    const server = await serve(postgrey(annOnly()));
+    const verdict = await verifyRetrying(server, 'ann@example.org');
+    expect([verdict.state, verdict.reason, verdict.catchAll]).toEqual([
+      'deliverable',
+      'accepted_email',
+      false,
+    ]);
+    const missing = await verifyRetrying(server, 'bob@example.org');
+    expect([missing.state, missing.reason]).toEqual(['undeliverable', 'rejected_email']);
+  });
+});
