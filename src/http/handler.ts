@@ -67,7 +67,10 @@ interface Route {
 }
 
 function route(name: string, methods: Record<string, RouteHandler>): Route {
-  return { name, methods, allow: [...Object.keys(methods), 'OPTIONS'].join(', ') };
+  // RFC 9110 9.3.2: HEAD is GET without the content, wherever GET is.
+  const all =
+    methods.GET === undefined ? methods : { GET: methods.GET, HEAD: methods.GET, ...methods };
+  return { name, methods: all, allow: [...Object.keys(all), 'OPTIONS'].join(', ') };
 }
 
 const ROUTES = {
@@ -154,6 +157,7 @@ export function createHandler(service: Service, options: HandlerOptions = {}): F
     } catch (error) {
       answer = errorReply(error, (bug) => onError(bug, request));
     }
+    if (request.method === 'HEAD') answer = await withoutContent(answer);
     return exchange === undefined ? answer : finish(exchange, answer);
   };
   const reply: ReplyHandler =
@@ -201,6 +205,22 @@ async function dispatch(
     );
   }
   return handle(exchange, found.id);
+}
+
+const UTF8 = new TextEncoder();
+
+/**
+ * The answer to a HEAD: the GET's status and headers, its length if known, and no content (a
+ * stream of results is cancelled unread).
+ */
+async function withoutContent(reply: Reply): Promise<Reply> {
+  if (reply.body === null) return reply;
+  if (typeof reply.body === 'string') {
+    const length = String(UTF8.encode(reply.body).byteLength);
+    return { ...reply, headers: { ...reply.headers, 'content-length': length }, body: null };
+  }
+  await reply.body.cancel();
+  return { ...reply, body: null };
 }
 
 /** A CORS preflight of GET /v1/verify, or the methods a route takes. */

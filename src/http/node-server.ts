@@ -94,7 +94,18 @@ async function answer(
     // A length, so that node sends no chunked encoding: one end() with the headers is then one
     // write, one packet. Without it the closing chunk went out as a second buffer and every
     // answer took a writev (a third of the server's time under autocannon, bench/).
-    outgoing.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body ?? '') });
+    // A HEAD's answer has no body but the length its GET would have had, if known.
+    if (body !== null || request.method !== 'HEAD') {
+      const declared = headers['content-length'];
+      const length =
+        body !== null
+          ? String(Buffer.byteLength(body))
+          : typeof declared === 'string'
+            ? declared
+            : '0';
+      headers = { ...headers, 'content-length': length };
+    }
+    outgoing.writeHead(status, headers);
     outgoing.end(body ?? undefined);
     return;
   }

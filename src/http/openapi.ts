@@ -57,6 +57,39 @@ const DETAILED_PROPERTIES = {
 /** Every field of the detailed shape is always present (null when its check did not run). */
 const DETAILED_REQUIRED = DETAILED_FIELDS;
 
+/** An operation as withHead reads it. */
+interface GetOperation {
+  readonly operationId: string;
+  readonly summary: string;
+  readonly parameters?: readonly unknown[];
+  readonly security?: readonly unknown[];
+  readonly responses: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * A path item with HEAD beside its GET (RFC 9110 9.3.2: the GET's status and headers, no
+ * content), as the handler answers it.
+ */
+function withHead<T extends { readonly get: GetOperation }>(item: T): T & { head: object } {
+  const { operationId, summary, parameters, security, responses } = item.get;
+  return {
+    ...item,
+    head: {
+      operationId: `${operationId}Head`,
+      summary: `${summary}: headers only`,
+      description: 'The answer GET would give (status and headers), without its content.',
+      ...(parameters === undefined ? {} : { parameters }),
+      ...(security === undefined ? {} : { security }),
+      responses: Object.fromEntries(
+        Object.keys(responses).map((status) => [
+          status,
+          { description: `As GET's ${status}, without content.` },
+        ]),
+      ),
+    },
+  };
+}
+
 export const OPENAPI_DOCUMENT = {
   openapi: '3.1.0',
   info: {
@@ -72,7 +105,7 @@ export const OPENAPI_DOCUMENT = {
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   security: [{ bearer: [] }, { apiKey: [] }],
   paths: {
-    '/v1/verify': {
+    '/v1/verify': withHead({
       get: {
         operationId: 'verify',
         summary: 'Verify one address',
@@ -151,8 +184,8 @@ export const OPENAPI_DOCUMENT = {
         security: [],
         responses: { '204': { description: 'The methods and headers a page may use.' } },
       },
-    },
-    '/v1/verify/{id}': {
+    }),
+    '/v1/verify/{id}': withHead({
       get: {
         operationId: 'batchStatus',
         summary: "A batch job's progress",
@@ -163,8 +196,8 @@ export const OPENAPI_DOCUMENT = {
           '404': response('NotFound'),
         },
       },
-    },
-    '/v1/verify/{id}/results': {
+    }),
+    '/v1/verify/{id}/results': withHead({
       get: {
         operationId: 'batchResults',
         summary: "A completed batch's results, streamed",
@@ -191,8 +224,8 @@ export const OPENAPI_DOCUMENT = {
           '409': response('BatchNotCompleted'),
         },
       },
-    },
-    '/v1/filters': {
+    }),
+    '/v1/filters': withHead({
       get: {
         operationId: 'listFilters',
         summary: "The account's filters, paged, in a stable order",
@@ -223,7 +256,7 @@ export const OPENAPI_DOCUMENT = {
           '415': response('UnsupportedMediaType'),
         },
       },
-    },
+    }),
     '/v1/filters/{id}': {
       delete: {
         operationId: 'deleteFilter',
@@ -236,7 +269,7 @@ export const OPENAPI_DOCUMENT = {
         },
       },
     },
-    '/v1/account': {
+    '/v1/account': withHead({
       get: {
         operationId: 'account',
         summary: 'Plan, credits, rate limit and billing period',
@@ -246,8 +279,8 @@ export const OPENAPI_DOCUMENT = {
           ...AUTHENTICATED_ERRORS,
         },
       },
-    },
-    '/v1/openapi.json': {
+    }),
+    '/v1/openapi.json': withHead({
       get: {
         operationId: 'openapi',
         summary: 'This document',
@@ -260,7 +293,7 @@ export const OPENAPI_DOCUMENT = {
           '405': response('MethodNotAllowed'),
         },
       },
-    },
+    }),
   },
   components: {
     securitySchemes: {
@@ -320,7 +353,12 @@ export const OPENAPI_DOCUMENT = {
       Unauthorized: jsonBody(
         ref('Error'),
         'unauthorized: no key, or an unknown, revoked or expired one.',
-        {},
+        {
+          'WWW-Authenticate': {
+            description: 'The challenge: `Bearer realm="mailverdict"`.',
+            schema: { type: 'string' },
+          },
+        },
       ),
       InsufficientCredits: jsonBody(ref('InsufficientCreditsError'), 'insufficient_credits.'),
       Forbidden: jsonBody(

@@ -71,6 +71,9 @@ export function rateLimitHeaders(status: RateLimitStatus): Record<string, string
   };
 }
 
+/** The challenge of every 401 (RFC 6750 3): a bearer key. */
+const BEARER_CHALLENGE = 'Bearer realm="mailverdict"';
+
 /**
  * The one place an error becomes a response (STYLE: errors). A ServiceError or HttpError is
  * its envelope; a 429 adds Retry-After; anything else is a bug: reported through `onError`
@@ -91,6 +94,8 @@ export function errorReply(error: unknown, report: (error: unknown) => void): Re
     if (error.code === 'rate_limit_exceeded' && typeof retryAfter === 'number') {
       headers['retry-after'] = String(retryAfter);
     }
+    // RFC 9110 11.6.1: a 401 carries a challenge naming the scheme that would do.
+    if (error.code === 'unauthorized') headers['www-authenticate'] = BEARER_CHALLENGE;
     return json(error.status, error.toJSON(), headers);
   }
   report(error);

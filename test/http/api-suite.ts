@@ -808,11 +808,11 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
       });
 
       it.each([
-        ['PUT', '/v1/account', 'GET, OPTIONS'],
-        ['DELETE', '/v1/verify', 'GET, POST, OPTIONS'],
+        ['PUT', '/v1/account', 'GET, HEAD, OPTIONS'],
+        ['DELETE', '/v1/verify', 'GET, HEAD, POST, OPTIONS'],
         ['POST', '/v1/filters/flt_1', 'DELETE, OPTIONS'],
-        ['PATCH', '/v1/filters', 'GET, POST, OPTIONS'],
-        ['POST', '/v1/openapi.json', 'GET, OPTIONS'],
+        ['PATCH', '/v1/filters', 'GET, HEAD, POST, OPTIONS'],
+        ['POST', '/v1/openapi.json', 'GET, HEAD, OPTIONS'],
       ])('answers %s %s with 405 and Allow', async (method, path, allow) => {
         const reply = await client.call(path, { method, headers: bearer(secret) });
         expect(reply.status).toBe(405);

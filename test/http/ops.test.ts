@@ -143,7 +143,7 @@ describe('operations endpoints: what a host of the fetch handler chooses', () =>
     const handler = createHandler(service, { operations: {} });
     const post = await handler(get('/health', { method: 'POST' }));
     expect(post.status).toBe(405);
-    expect(post.headers.get('allow')).toBe('GET, OPTIONS');
+    expect(post.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
     const bad = await handler(get('/health', { headers: { authorization: 'Bearer mv_sk_nope' } }));
     expect(bad.status).toBe(200);
     expect(bad.headers.get('x-ratelimit-limit')).toBeNull();
