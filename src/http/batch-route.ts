@@ -3,6 +3,7 @@ import { optional } from '../optional.js';
 import { MAX_BATCH_EMAILS } from '../service/batch/submit.js';
 import type { ResultsFormat } from '../service/service.js';
 import type { Exchange } from './exchange.js';
+import { idempotencyKey, namingIdempotencyKey } from './idempotency-key.js';
 import { readQuery } from './query.js';
 import { onlyFields, readJsonObject } from './request-body.js';
 import { badRequest, json, type Reply } from './responses.js';
@@ -28,16 +29,18 @@ export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
   if (callbackUrl !== undefined && typeof callbackUrl !== 'string') {
     throw badRequest('callback_url', 'callback_url must be a string.');
   }
+  const requestId = idempotencyKey(exchange.request);
   const caller = await exchange.authenticate('batch', query.get('api_key'));
-  const requestId = exchange.request.headers.get('idempotency-key') ?? undefined;
-  const job = await exchange.service.submitBatch(
-    caller,
-    {
-      emails: emails as string[],
-      ...optional('method', method as MethodName | undefined),
-      ...optional('callbackUrl', callbackUrl),
-    },
-    optional('requestId', requestId),
+  const job = await namingIdempotencyKey(() =>
+    exchange.service.submitBatch(
+      caller,
+      {
+        emails: emails as string[],
+        ...optional('method', method as MethodName | undefined),
+        ...optional('callbackUrl', callbackUrl),
+      },
+      optional('requestId', requestId),
+    ),
   );
   return json(202, job);
 }
@@ -105,8 +108,70 @@ function formatOf(parameter: string | undefined, accept: string | null): Results
     }
     return parameter as ResultsFormat;
   }
-  const types = (accept ?? '').toLowerCase();
-  if (types.includes('text/csv')) return 'csv';
-  if (types.includes('ndjson')) return 'ndjson';
-  return 'json';
+  return accept === null ? 'json' : negotiate(accept);
+}
+
+/** The media types each format answers to, the first its own. */
+const FORMAT_TYPES: Readonly<Record<ResultsFormat, readonly string[]>> = {
+  json: ['application/json'],
+  csv: ['text/csv'],
+  ndjson: ['application/x-ndjson', 'application/ndjson'],
+};
+
+/** How a format fares against an Accept header: its weight, how specifically named, where. */
+interface Preference {
+  readonly q: number;
+  readonly specificity: number;
+  readonly index: number;
+}
+
+/**
+ * The format an Accept header prefers (RFC 9110 12.5.1): the highest `q`; between equals, a
+ * type named outright before a `text/` wildcard before the full wildcard, then the order the
+ * client listed them, then JSON, CSV, NDJSON. `q=0` refuses a type. A client that accepts none
+ * of ours still gets JSON, the documented default, rather than a 406 the document never lists.
+ */
+function negotiate(accept: string): ResultsFormat {
+  // Each format weighed by the most specific range that names it.
+  const preferences = new Map<ResultsFormat, Preference>();
+  accept
+    .toLowerCase()
+    .split(',')
+    .slice(0, 32)
+    .forEach((range, index) => {
+      const [type = '', ...parameters] = range.split(';').map((part) => part.trim());
+      let q = 1;
+      for (const parameter of parameters) {
+        const [name, value = ''] = parameter.split('=').map((part) => part.trim());
+        if (name === 'q') q = Q_VALUE.test(value) ? Number(value) : 0;
+      }
+      for (const format of FORMATS) {
+        const specificity = covers(type, FORMAT_TYPES[format]);
+        const held = preferences.get(format);
+        if (specificity > (held?.specificity ?? 0)) {
+          preferences.set(format, { q, specificity, index });
+        }
+      }
+    });
+  let best: [ResultsFormat, Preference] | undefined;
+  for (const entry of preferences) {
+    if (entry[1].q > 0 && (best === undefined || preferred(entry[1], best[1]))) best = entry;
+  }
+  return best?.[0] ?? 'json';
+}
+
+/** RFC 9110 12.4.2: a weight is 0 to 1 with at most three decimals; anything else refuses. */
+const Q_VALUE = /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/;
+
+function preferred(a: Preference, b: Preference): boolean {
+  if (a.q !== b.q) return a.q > b.q;
+  if (a.specificity !== b.specificity) return a.specificity > b.specificity;
+  return a.index < b.index;
+}
+
+/** How specifically a media range names one of `types`: 3 outright, 2 by its type, 1 any, 0 not. */
+function covers(range: string, types: readonly string[]): number {
+  if (types.includes(range)) return 3;
+  if (range === '*/*') return 1;
+  return range.endsWith('/*') && types.some((type) => type.startsWith(range.slice(0, -1))) ? 2 : 0;
 }

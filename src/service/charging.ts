@@ -43,6 +43,13 @@ export interface ServiceVerifyOptions {
    * is still running with 409 `request_in_progress`.
    */
   readonly requestId?: string | undefined;
+  /**
+   * What else the answer depends on, for a host that shapes the verdict (the HTTP layer's
+   * `detailed`, `fields`, form B and `site_source`): bound into the idempotency fingerprint
+   * with the method and address (DESIGN 5.3), so that a key reused with another shape is a
+   * 409 `idempotency_conflict` rather than the first verdict in a shape nobody asked for.
+   */
+  readonly shape?: string | undefined;
 }
 
 export interface ServiceVerifyResult {
@@ -268,7 +275,9 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
         let idem: Idempotency | undefined;
         if (options.requestId !== undefined) {
           const key = requireText(options.requestId, 'request_id', MAX_REQUEST_ID_LENGTH);
-          const fingerprint = fingerprintOf(method, parsed.ok ? emailKey(parsed) : email);
+          const shape =
+            options.shape === undefined ? undefined : requireText(options.shape, 'shape', 1024);
+          const fingerprint = fingerprintOf(method, parsed.ok ? emailKey(parsed) : email, shape);
           const held = await store.idempotencyRecord(accountId, key, clock.now());
           if (held !== undefined && !(held.answer === null && held.leaseUntil <= clock.now())) {
             return firstAnswer<ServiceVerifyResult>(held, fingerprint);
@@ -317,9 +326,16 @@ function closing(reservation: string, verdict: Verdict, cost: number): LedgerReq
     : { kind: 'settle', ref: `${reservation}:settle`, reservation, amount: cost };
 }
 
-/** Digest of what makes two requests the same request: method and normalized address. */
-function fingerprintOf(method: MethodName, address: string): string {
-  return createHash('sha256').update(`verify\u0000${method}\u0000${address}`).digest('base64url');
+/**
+ * Digest of what makes two requests the same request: method, normalized address and, when
+ * the host gives one, the shape of the answer (without one, the digest is what it always was,
+ * so keys stored before shapes counted still match).
+ */
+function fingerprintOf(method: MethodName, address: string, shape: string | undefined): string {
+  const request = `verify\u0000${method}\u0000${address}`;
+  return createHash('sha256')
+    .update(shape === undefined ? request : `${request}\u0000${shape}`)
+    .digest('base64url');
 }
 
 /** A ledger outcome as a receipt, or its refusal as the ServiceError a caller is answered. */
