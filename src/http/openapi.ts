@@ -118,7 +118,7 @@ export const OPENAPI_DOCUMENT = {
             name: 'email',
             in: 'query',
             required: true,
-            schema: { type: 'string', maxLength: 1024 },
+            schema: { type: 'string', minLength: 1, maxLength: 1024 },
           },
           { name: 'method', in: 'query', schema: ref('Method') },
           { name: 'detailed', in: 'query', schema: { type: 'boolean' } },
@@ -231,7 +231,11 @@ export const OPENAPI_DOCUMENT = {
         summary: "The account's filters, paged, in a stable order",
         parameters: [
           { name: 'filter_type', in: 'query', schema: ref('FilterType') },
-          { name: 'page', in: 'query', schema: { type: 'integer', minimum: 1 } },
+          {
+            name: 'page',
+            in: 'query',
+            schema: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+          },
           { name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100 } },
           apiKeyParameter,
         ],
@@ -324,7 +328,7 @@ export const OPENAPI_DOCUMENT = {
         description:
           'Within 24 hours the same key with the same request answers the first answer again; ' +
           'with another request it is a 409 idempotency_conflict.',
-        schema: { type: 'string', maxLength: 255 },
+        schema: { type: 'string', minLength: 1, maxLength: 255 },
       },
     },
     headers: {
@@ -492,7 +496,12 @@ export const OPENAPI_DOCUMENT = {
         additionalProperties: false,
         required: ['emails'],
         properties: {
-          emails: { type: 'array', minItems: 1, maxItems: 50_000, items: { type: 'string' } },
+          emails: {
+            type: 'array',
+            minItems: 1,
+            maxItems: 50_000,
+            items: { type: 'string', minLength: 1, maxLength: 1024 },
+          },
           method: ref('Method'),
           callback_url: { type: 'string', format: 'uri' },
         },
@@ -577,7 +586,7 @@ export const OPENAPI_DOCUMENT = {
           value: { type: 'string', minLength: 1, maxLength: 1024 },
           filter_type: ref('FilterType'),
           action: ref('FilterAction'),
-          reason: { type: 'string', maxLength: 500 },
+          reason: { type: ['string', 'null'], minLength: 1, maxLength: 500 },
         },
       },
       Filter: {

@@ -158,8 +158,8 @@ export function onlyFields(
   for (const name of Object.keys(body)) {
     if (!allowed.includes(name)) {
       throw badRequest(
-        name,
-        `Unknown field ${JSON.stringify(name)}: allowed are ${allowed.join(', ')}.`,
+        shown(name),
+        `Unknown field ${JSON.stringify(shown(name))}: allowed are ${allowed.join(', ')}.`,
       );
     }
   }

@@ -1,4 +1,6 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
 import { withRemoteAddress } from '../../src/http/client-ip.js';
 import { createHandler } from '../../src/http/handler.js';
 import {
@@ -270,6 +272,62 @@ describe('/v1 API audit', () => {
       });
       expect(reply.status).toBe(201);
       expect(reply.body.value).toBe('bom.example');
+    });
+  });
+
+  describe('requests the OpenAPI document allows are the requests the API takes', () => {
+    const ajv = new Ajv2020({ strict: false });
+    ajv.addSchema(OPENAPI_DOCUMENT as object, 'openapi.json');
+    const documented = (schema: string, body: unknown) =>
+      ajv.validate({ $ref: `openapi.json#/components/schemas/${schema}` }, body);
+
+    it.each([
+      [
+        'NewFilter',
+        '/v1/filters',
+        { value: 'r1.example', filter_type: 'domain', action: 'block', reason: null },
+      ],
+      [
+        'NewFilter',
+        '/v1/filters',
+        { value: 'r2.example', filter_type: 'domain', action: 'block', reason: '' },
+      ],
+      ['NewFilter', '/v1/filters', { value: '', filter_type: 'domain', action: 'block' }],
+      ['BatchRequest', '/v1/verify', { emails: [''] }],
+      ['BatchRequest', '/v1/verify', { emails: ['x'.repeat(1025)] }],
+    ] as const)('%s %j: taken exactly when documented', async (schema, path, body) => {
+      const reply = await client.call(path, {
+        method: 'POST',
+        headers: bearer(secret, { 'content-type': 'application/json' }),
+        body: JSON.stringify(body),
+      });
+      expect(reply.status < 300, `${reply.status} ${reply.text}`).toBe(documented(schema, body));
+    });
+
+    it.each([
+      ['/v1/verify?email=', 'email'],
+      ['/v1/filters?page=1000001', 'page'],
+    ])('refuses %s, as the document says', async (path, field) => {
+      const reply = await client.call(path, { headers: bearer(secret) });
+      expect(reply.status).toBe(400);
+      expect(reply.body.field).toBe(field);
+      const operation = path.startsWith('/v1/verify') ? ['/v1/verify', 0] : ['/v1/filters', 1];
+      const doc = OPENAPI_DOCUMENT.paths[operation[0] as '/v1/verify'].get.parameters[
+        operation[1] as number
+      ] as { schema: object };
+      const value = path.endsWith('=') ? '' : 1000001;
+      expect(ajv.validate(doc.schema, value)).toBe(false);
+    });
+
+    it('echoes a long unknown field name cut short', async () => {
+      const name = 'n'.repeat(10_000);
+      const reply = await client.call('/v1/filters', {
+        method: 'POST',
+        headers: bearer(secret, { 'content-type': 'application/json' }),
+        body: JSON.stringify({ [name]: 1 }),
+      });
+      expect(reply.status).toBe(400);
+      expect(reply.text.length).toBeLessThan(1000);
     });
   });
 });
