@@ -38,14 +38,18 @@ export function resolveClientIp(
   if (peer === undefined) return undefined;
   const isTrusted = (ip: string): boolean => trustedProxies.some((range) => ipInRange(ip, range));
   if (trustedProxies.length === 0 || forwardedFor === null || !isTrusted(peer)) return peer;
-  const hops = forwardedFor.split(',').slice(-MAX_FORWARDED_HOPS);
   let client = peer;
-  for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = canonicalIp(stripPort((hops[i] ?? '').trim()));
+  // Hop by hop from the right, never splitting the whole header: a client can pad it with
+  // thousands of hops, of which only the last MAX_FORWARDED_HOPS are ever read.
+  let end = forwardedFor.length;
+  for (let read = 0; read < MAX_FORWARDED_HOPS && end >= 0; read++) {
+    const comma = end === 0 ? -1 : forwardedFor.lastIndexOf(',', end - 1);
+    const hop = canonicalIp(stripPort(forwardedFor.slice(comma + 1, end).trim()));
     // A garbled hop ends the chain: the last address we could trust is the answer.
     if (hop === undefined) return client;
     client = hop;
     if (!isTrusted(hop)) return hop;
+    end = comma;
   }
   return client;
 }

@@ -1,6 +1,13 @@
 import ipaddr from 'ipaddr.js';
 import { boundedMemo } from '../address/memo.js';
 
+/**
+ * The longest text of an IP address: `ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255`. Longer
+ * text is no address, refused before ipaddr.js's regular expressions read it: those took
+ * 1.7 ms for a 24 KB X-Forwarded-For hop of `1::1::...` (measured on Node 20).
+ */
+const MAX_IP_TEXT_LENGTH = 45;
+
 /** An IP address or CIDR range in canonical text: `192.0.2.0/24`, `2001:db8::/32`, `192.0.2.7`. */
 export type CanonicalRange = string;
 
@@ -22,6 +29,8 @@ export function canonicalIp(text: string): string | undefined {
  * two spellings of one range are one filter. Undefined when it is neither.
  */
 export function canonicalRange(text: string): CanonicalRange | undefined {
+  // An address and `/128` at most: anything longer is refused unread.
+  if (text.length > MAX_IP_TEXT_LENGTH + 4) return undefined;
   const slash = text.indexOf('/');
   if (slash === -1) return canonicalIp(text);
   const address = parseStrictIp(text.slice(0, slash));
@@ -161,7 +170,7 @@ export function clientKey(ip: string): string | undefined {
 }
 
 function parseStrictIp(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
-  if (text.includes('%')) return undefined;
+  if (text.length > MAX_IP_TEXT_LENGTH || text.includes('%')) return undefined;
   // IPv6 first: ipaddr.js's IPv4 check throws and catches on an IPv6 string, which measured
   // 10.6 of the 13 µs an IPv6 address took; no IPv4 dotted quad has a colon.
   if (text.includes(':')) return ipaddr.IPv6.isValid(text) ? ipaddr.IPv6.parse(text) : undefined;
