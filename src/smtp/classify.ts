@@ -91,10 +91,11 @@ const DISABLED =
  * The many ways of saying "no such mailbox": Postfix "User unknown in ... table", Exim
  * "Unrouteable address", Sendmail "User unknown"/"Host unknown", qmail "no mailbox here by that
  * name", Exchange "RecipientNotFound", Yahoo "doesn't have a yahoo.com account", Dovecot "User
- * doesn't exist", Domino "not listed in", QQ/163/Mimecast/OpenSMTPD variants.
+ * doesn't exist", Domino "not listed in", "refused: user invalid", QQ/163/Mimecast/OpenSMTPD
+ * variants.
  */
 const NO_SUCH_MAILBOX =
-  /\b(?:(?:user|address|addressee|recipient|mailbox) unknown|unknown (?:user|recipient|mailbox|address|or illegal)|no such (?:user|mailbox|recipient|address|account)|not exists?|doesn't exist|does not exist|invalid (?:recipient|mailbox|address|user)|recipient ?not ?found|mailbox not found|user not found|user \S+ (?:not found|unknown)|no mailbox here|not a valid (?:mailbox|user|recipient)|have an? \S+ account|unroutable address|unrouteable address|no longer on server|not listed in|host unknown|host not found|undeliverable address)\b/i;
+  /\b(?:(?:user|address|addressee|recipient|mailbox) unknown|unknown (?:user|recipient|mailbox|address|or illegal)|no such (?:user|mailbox|recipient|address|account)|not exists?|doesn't exist|does not exist|invalid (?:recipient|mailbox|address|user)|(?:user|recipient|mailbox) invalid|recipient ?not ?found|mailbox not found|user not found|user \S+ (?:not found|unknown)|no mailbox here|not a valid (?:mailbox|user|recipient)|have an? \S+ account|unroutable address|unrouteable address|no longer on server|not listed in|host unknown|host not found|undeliverable address)\b/i;
 
 const TOO_MANY_RECIPIENTS = /\btoo many recipients\b/i;
 
