@@ -26,6 +26,16 @@ export async function readJsonObject(
       { field: 'content-type' },
     );
   }
+  const coding = request.headers.get('content-encoding');
+  if (coding !== null && coding.trim().toLowerCase() !== 'identity') {
+    // RFC 9110 15.5.16: a content coding we do not decode is a 415, not a body that "is not JSON".
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      'The body must not be compressed: send it without Content-Encoding.',
+      { field: 'content-encoding' },
+    );
+  }
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
   const text = await readText(request, limit);

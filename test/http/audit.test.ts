@@ -264,7 +264,28 @@ describe('/v1 API audit', () => {
       },
     );
 
-    it('takes a body with a UTF-8 BOM and nested duplicates it would refuse anyway', async () => {
+    it.each(['gzip', 'br', 'deflate, identity'])(
+      'refuses a body in Content-Encoding: %s with 415 naming the header',
+      async (coding) => {
+        const before = await snapshot();
+        const reply = await client.call('/v1/filters', {
+          method: 'POST',
+          headers: bearer(secret, {
+            'content-type': 'application/json',
+            'content-encoding': coding,
+          }),
+          body: new Uint8Array([0x1f, 0x8b, 0x08, 0x00]),
+        });
+        expect(reply.status).toBe(415);
+        expect(reply.body).toMatchObject({
+          error: 'unsupported_media_type',
+          field: 'content-encoding',
+        });
+        expect(await snapshot()).toEqual(before);
+      },
+    );
+
+    it('takes a body with a UTF-8 BOM', async () => {
       const reply = await client.call('/v1/filters', {
         method: 'POST',
         headers: bearer(secret, { 'content-type': 'application/json; charset=UTF-8' }),

@@ -1,3 +1,4 @@
+import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiFixture, bearer, nodeClient, type ApiFixture } from '../http/helpers.js';
 
@@ -42,5 +43,34 @@ describe('/v1 API audit over loopback HTTP', () => {
     expect(await head.text()).toBe('');
     const get = await fetch(url, { headers: bearer(secret) });
     expect(((await get.json()) as { results: unknown[] }).results).toHaveLength(1);
+  });
+
+  /** One request written as is on a fresh connection, and everything the server answered. */
+  function exchange(text: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = createConnection(server.server.port, '127.0.0.1', () => socket.write(text));
+      let answer = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => (answer += chunk));
+      socket.on('end', () => resolve(answer));
+      socket.on('error', reject);
+    });
+  }
+
+  it('takes a request target in absolute form (RFC 9112 3.2.2)', async () => {
+    const answer = await exchange(
+      `GET http://127.0.0.1:${server.server.port}/v1/account HTTP/1.1\r\n` +
+        `Host: 127.0.0.1\r\nAuthorization: Bearer ${secret}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toContain('"plan":"enterprise"');
+  });
+
+  it('answers a request target that is no URL with the envelope', async () => {
+    const answer = await exchange(
+      `OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toContain('"error":"invalid_request"');
   });
 });
