@@ -16,10 +16,17 @@ const EXPOSED_HEADERS = 'x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-r
 /** How long a browser may cache a preflight's answer, in seconds. */
 export const PREFLIGHT_MAX_AGE_S = 600;
 
-/** The answer to a preflight of GET /v1/verify from `origin`. */
-export function preflightReply(origin: string, requestedMethod: string | null): Reply {
+/**
+ * The answer to a preflight of GET /v1/verify from `origin`; `allow` is the route's own list,
+ * the same whether or not the OPTIONS came from a page.
+ */
+export function preflightReply(
+  origin: string,
+  requestedMethod: string | null,
+  allow: string,
+): Reply {
   const headers: Record<string, string> = {
-    allow: 'GET, OPTIONS',
+    allow,
     vary: 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers',
   };
   if (requestedMethod === 'GET') {

@@ -228,7 +228,7 @@ function options(exchange: Exchange, found: Route): Reply {
   const { headers } = exchange.request;
   const origin = headers.get('origin');
   if (found === ROUTES.verify && origin !== null && exchange.config.cors) {
-    return preflightReply(origin, headers.get('access-control-request-method'));
+    return preflightReply(origin, headers.get('access-control-request-method'), found.allow);
   }
   return { status: 204, headers: { allow: found.allow }, body: null };
 }

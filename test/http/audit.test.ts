@@ -164,6 +164,17 @@ describe('/v1 API audit', () => {
         const reply = await raw(path, { method: 'OPTIONS' });
         expect(reply.headers.get('allow')).toBe(allow);
       }
+      // A page's OPTIONS (a CORS preflight or not) is told the same methods.
+      for (const requested of ['GET', 'POST']) {
+        const preflight = await raw('/v1/verify', {
+          method: 'OPTIONS',
+          headers: {
+            origin: 'https://app.example.org',
+            'access-control-request-method': requested,
+          },
+        });
+        expect(preflight.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
+      }
       const refused = await raw('/v1/filters/flt_1', { method: 'HEAD', headers: bearer(secret) });
       expect(refused.status).toBe(405);
       expect(refused.headers.get('allow')).toBe('DELETE, OPTIONS');
