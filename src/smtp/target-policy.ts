@@ -12,7 +12,13 @@ const NAT64_WELL_KNOWN = ipaddr.IPv6.parse('64:ff9b::');
  * IPv4-mapped, NAT64 and 6to4 forms of any of those, and every IPv6 address outside 2000::/3.
  */
 export function isPublicAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return false;
+  // One spelling per address: a dotted quad or IPv6 text. `134744072`, `0x8.8.8.8` and
+  // `8.8.8.010` are 8.8.8.8 to ipaddr.js, but node:net and SOCKS take them for host names,
+  // to be resolved again (by the system, or by the proxy) after this check.
+  const strict = address.includes(':')
+    ? ipaddr.IPv6.isValid(address)
+    : ipaddr.IPv4.isValidFourPartDecimal(address);
+  if (!strict) return false;
   const parsed = ipaddr.parse(address);
   if (parsed.kind() === 'ipv4') return parsed.range() === 'unicast';
   const v6 = parsed as ipaddr.IPv6;

@@ -132,9 +132,24 @@ describe('isPublicAddress', () => {
     expect(isPublicAddress(address)).toBe(true);
   });
 
-  it.each(['2130706433', '0x7f.1', '017700000001', '127.1', '0', 'localhost', '', 'mx.example'])(
-    'refuses %s, a spelling or a name that is not a plain public address',
-    (address) => expect(isPublicAddress(address)).toBe(false),
+  it.each([
+    '2130706433',
+    '0x7f.1',
+    '017700000001',
+    '127.1',
+    '0',
+    'localhost',
+    '',
+    'mx.example',
+    // Spellings of 8.8.8.8 that node:net and a SOCKS proxy would resolve as names again.
+    '134744072',
+    '0x8.0x8.0x8.0x8',
+    '8.8.8.010',
+    '8.8.2056',
+    ' 8.8.8.8',
+    '8.8.8.8 ',
+  ])('refuses %s, a spelling or a name that is not a plain public address', (address) =>
+    expect(isPublicAddress(address)).toBe(false),
   );
 });
 
