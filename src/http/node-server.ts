@@ -94,8 +94,9 @@ async function answer(
     // A length, so that node sends no chunked encoding: one end() with the headers is then one
     // write, one packet. Without it the closing chunk went out as a second buffer and every
     // answer took a writev (a third of the server's time under autocannon, bench/).
-    // A HEAD's answer has no body but the length its GET would have had, if known.
-    if (body !== null || request.method !== 'HEAD') {
+    // A HEAD's answer has no body but the length its GET would have had, if known; a 204
+    // carries no Content-Length at all (RFC 9110 8.6).
+    if (body !== null || (request.method !== 'HEAD' && status !== 204 && status !== 304)) {
       const declared = headers['content-length'];
       const length =
         body !== null

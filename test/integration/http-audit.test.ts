@@ -29,6 +29,15 @@ describe('/v1 API audit over loopback HTTP', () => {
     }
   });
 
+  it('sends no Content-Length with a 204 (RFC 9110 8.6)', async () => {
+    for (const path of ['/v1/account', '/v1/verify', '/v1/filters/flt_1']) {
+      const reply = await fetch(`${server.server.url}${path}`, { method: 'OPTIONS' });
+      expect(reply.status).toBe(204);
+      expect(reply.headers.get('content-length')).toBeNull();
+      expect(reply.headers.get('transfer-encoding')).toBeNull();
+    }
+  });
+
   it('keeps the connection usable after a HEAD of streamed results', async () => {
     const submitted = await server.call('/v1/verify', {
       method: 'POST',
