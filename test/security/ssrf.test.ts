@@ -5,6 +5,7 @@ import { Resolver } from 'node:dns/promises';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createNodeSmtp } from '../../src/adapters/node-smtp.js';
 import { createNodeWebhookSender } from '../../src/adapters/node-webhook.js';
+import { createEngine } from '../../src/engine/engine.js';
 import { requireCallbackUrl } from '../../src/service/batch/callback-url.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { isPublicAddress } from '../../src/smtp/target-policy.js';
@@ -243,6 +244,45 @@ describe('SMTP prober: MX targets and domain literals', () => {
     // The one attempt goes to the public address (and is blocked by the interceptor).
     expect(connects).toEqual(['8.8.8.8:2525']);
     expect(report.connections).toBe(1);
+  });
+});
+
+describe('the engine, on a real DNS server on loopback', () => {
+  let dns: TestDnsServer | undefined;
+  afterEach(async () => {
+    await dns?.close();
+    dns = undefined;
+  });
+
+  it('never connects to MX hosts that resolve to our own network', async () => {
+    dns = await startDnsServer({
+      'ssrf-loopback.org': { mx: [{ exchange: 'mx.ssrf-loopback.org', preference: 10 }] },
+      'mx.ssrf-loopback.org': { a: ['127.0.0.1'], aaaa: ['::1'] },
+      'ssrf-metadata.org': { mx: [{ exchange: 'mx.ssrf-metadata.org', preference: 10 }] },
+      'mx.ssrf-metadata.org': { a: ['169.254.169.254'], aaaa: ['::ffff:a9fe:a9fe'] },
+      'ssrf-compat.org': { mx: [{ exchange: 'mx.ssrf-compat.org', preference: 10 }] },
+      'mx.ssrf-compat.org': { aaaa: ['::7f00:1', '64:ff9b:1::a00:1'] },
+      'ssrf-literal.org': { mx: [{ exchange: '10.0.0.1', preference: 10 }] },
+      'ssrf-implicit.org': { a: ['192.168.1.1'] },
+    });
+    const engine = createEngine({
+      dnsOptions: { servers: [dns.address], timeoutMs: 1_000, tries: 1 },
+      dnsCanary: false,
+      smtpOptions: { heloName: 'probe.example.net', mailFrom: 'probe@example.net', port: 2525 },
+    });
+    for (const domain of [
+      'ssrf-loopback.org',
+      'ssrf-metadata.org',
+      'ssrf-compat.org',
+      'ssrf-literal.org',
+      'ssrf-implicit.org',
+    ]) {
+      const verdict = await engine.verify(`someone@${domain}`, { method: 'smtp' });
+      expect(verdict.state, domain).not.toBe('deliverable');
+    }
+    expect(connects).toEqual([]);
+    // The names were asked for: the refusal is the policy's, not a lookup that failed.
+    expect(dns.questions).toEqual(expect.arrayContaining(['A mx.ssrf-loopback.org']));
   });
 });
 
