@@ -286,6 +286,53 @@ describe('the engine, on a real DNS server on loopback', () => {
   });
 });
 
+describe('the engine with domain literals allowed (rfc profile)', () => {
+  it.each([
+    'user@[127.0.0.1]',
+    'user@[10.0.0.1]',
+    'user@[169.254.169.254]',
+    'user@[0.0.0.0]',
+    'user@[IPv6:::1]',
+    'user@[IPv6:::ffff:10.0.0.1]',
+    'user@[IPv6:::ffff:127.0.0.1]',
+    'user@[IPv6:::7f00:1]',
+    'user@[IPv6:::127.0.0.1]',
+    'user@[IPv6:fe80::1]',
+    'user@[IPv6:fd00::1]',
+    'user@[IPv6:64:ff9b::7f00:1]',
+    'user@[IPv6:2002:7f00:1::]',
+  ])('never connects for %s', async (address) => {
+    const resolved: string[] = [];
+    const engine = createEngine({
+      parse: { profile: 'rfc' },
+      dns: {
+        mx: () => Promise.resolve({ kind: 'nxdomain' }),
+        addresses: (host) => {
+          resolved.push(host);
+          return Promise.resolve(['8.8.8.8']);
+        },
+      },
+      dnsCanary: false,
+      smtpOptions: { heloName: 'probe.example.net', mailFrom: 'probe@example.net', port: 2525 },
+    });
+    const verdict = await engine.verify(address, { method: 'smtp' });
+    expect(verdict.state).not.toBe('deliverable');
+    expect(resolved).toEqual([]);
+    expect(connects).toEqual([]);
+  });
+
+  it('does try a public literal (the attempt is intercepted): the refusals above are the policy', async () => {
+    const engine = createEngine({
+      parse: { profile: 'rfc' },
+      dns: { mx: () => Promise.resolve({ kind: 'nxdomain' }) },
+      dnsCanary: false,
+      smtpOptions: { heloName: 'probe.example.net', mailFrom: 'probe@example.net', port: 2525 },
+    });
+    await engine.verify('user@[IPv6:2001:4860:4860::8888]', { method: 'smtp' });
+    expect(connects).toEqual(['2001:4860:4860::8888:2525']);
+  });
+});
+
 describe('webhook callback URL at submission', () => {
   const policy = { allowHttp: false, allowPrivateNetworks: false };
   const refused = (url: string, which = policy) => {
