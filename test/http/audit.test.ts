@@ -101,6 +101,35 @@ describe('/v1 API audit', () => {
       expect(await snapshot()).toEqual(before);
     });
 
+    it('answers a second request while the first runs 409 request_in_progress', async () => {
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const slow = await apiFixture(undefined, {
+        dns: { mx: () => gate.then(() => ({ kind: 'nxdomain' }) as const) },
+      });
+      const own = await slow.account();
+      const slowClient = await directClient(slow.service);
+      const headers = bearer(own.secret, { 'idempotency-key': 'running' });
+      const first = slowClient.call('/v1/verify?email=oscar@example.org', { headers });
+      // The first has claimed the key once its record is in the store.
+      for (let turn = 0; turn < 1000; turn++) {
+        if (
+          (await slow.store.idempotencyRecord(own.accountId, 'running', Date.now())) !== undefined
+        )
+          break;
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+      const second = await slowClient.call('/v1/verify?email=oscar@example.org', { headers });
+      release();
+      expect((await first).status).toBe(200);
+      expect(second.status).toBe(409);
+      expect(second.body).toMatchObject({
+        error: 'request_in_progress',
+        field: 'idempotency-key',
+      });
+      expect(second.headers.get('x-ratelimit-limit')).toBe('300');
+    });
+
     it('names the header when a batch reuses a key', async () => {
       const headers = bearer(secret, {
         'content-type': 'application/json',
