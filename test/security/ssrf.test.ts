@@ -2,6 +2,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Resolver } from 'node:dns/promises';
+import fc from 'fast-check';
+import ipaddr from 'ipaddr.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createNodeSmtp } from '../../src/adapters/node-smtp.js';
 import { createNodeWebhookSender } from '../../src/adapters/node-webhook.js';
@@ -10,6 +12,7 @@ import { requireCallbackUrl } from '../../src/service/batch/callback-url.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { isPublicAddress } from '../../src/smtp/target-policy.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
+import { fcParams } from '../helpers/fast-check.js';
 
 /**
  * Hostile SSRF inputs: every address form that reaches our own network, as MX targets, domain
@@ -152,6 +155,97 @@ describe('isPublicAddress', () => {
   ])('refuses %s, a spelling or a name that is not a plain public address', (address) =>
     expect(isPublicAddress(address)).toBe(false),
   );
+});
+
+/** IPv4 ranges that are never the public internet (RFC 6890 and friends). */
+const REFUSED_V4 = [
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.0.0.0/24',
+  '192.0.2.0/24',
+  '192.168.0.0/16',
+  '198.18.0.0/15',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
+  '224.0.0.0/4',
+  '240.0.0.0/4',
+];
+/** IPv6 ranges that are never the public internet, wrappers of IPv4 aside. */
+const REFUSED_V6 = [
+  '::/96',
+  '::ffff:0:0:0/96',
+  '64:ff9b:1::/48',
+  '100::/64',
+  '2001::/23',
+  '2001:db8::/32',
+  '3fff::/20',
+  '0:0:1::/48',
+  '1::/16',
+  '4000::/2',
+  '8000::/1',
+  'fc00::/7',
+  'fe80::/10',
+  'fec0::/10',
+  'ff00::/8',
+];
+
+const v4In = (cidr: string) => {
+  const [network, bits] = ipaddr.IPv4.parseCIDR(cidr);
+  const base = network.toByteArray().reduce((value, byte) => value * 256 + byte, 0);
+  return fc.integer({ min: 0, max: 2 ** (32 - bits) - 1 }).map((host) => {
+    const value = base + host;
+    return [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255].join('.');
+  });
+};
+const v6In = (cidr: string) => {
+  const [network, bits] = ipaddr.IPv6.parseCIDR(cidr);
+  return fc
+    .array(fc.integer({ min: 0, max: 255 }), { minLength: 16, maxLength: 16 })
+    .map((random) => {
+      const bytes = network.toByteArray().map((byte, index) => {
+        const kept = Math.max(0, Math.min(8, bits - index * 8));
+        const mask = (0xff << (8 - kept)) & 0xff;
+        return (byte & mask) | ((random[index] ?? 0) & ~mask & 0xff);
+      });
+      return ipaddr.fromByteArray(bytes).toString();
+    });
+};
+const hex = (a: number, b: number) => ((a << 8) | b).toString(16);
+const wrappers = (v4: string): string[] => {
+  const [a = 0, b = 0, c = 0, d = 0] = v4.split('.').map(Number);
+  return [
+    `::ffff:${v4}`,
+    `::ffff:${hex(a, b)}:${hex(c, d)}`,
+    `64:ff9b::${hex(a, b)}:${hex(c, d)}`,
+    `64:ff9b::${v4}`,
+    `2002:${hex(a, b)}:${hex(c, d)}::1`,
+    `::${v4}`,
+  ];
+};
+
+describe('isPublicAddress, over whole ranges', () => {
+  it('refuses every address of the non-public IPv4 ranges, and every IPv6 form of one', () => {
+    fc.assert(
+      fc.property(fc.oneof(...REFUSED_V4.map(v4In)), (v4) => {
+        expect(isPublicAddress(v4)).toBe(false);
+        for (const wrapped of wrappers(v4)) expect(isPublicAddress(wrapped)).toBe(false);
+      }),
+      fcParams(),
+    );
+  });
+
+  it('refuses every address of the non-public IPv6 ranges', () => {
+    fc.assert(
+      fc.property(fc.oneof(...REFUSED_V6.map(v6In)), (v6) => {
+        expect(isPublicAddress(v6)).toBe(false);
+      }),
+      fcParams(),
+    );
+  });
 });
 
 describe('SMTP prober: MX targets and domain literals', () => {
