@@ -239,7 +239,10 @@ async function probeChunk(
    * Sessions at one host until its recipients are answered. A server that allows fewer
    * recipients per session than we ask about answers the rest "too many recipients": they
    * are asked again in a new session (RFC 5321 4.5.3.1.10) for as long as each one makes
-   * progress, so a server that answers nothing else cannot keep us here.
+   * progress, so a server that answers nothing else cannot keep us here. So are those of a
+   * session the server ended (421, or a closed connection) after answering some: servers
+   * that count recipients per connection end it at their limit, and the catch-all probe,
+   * asked first, must not use up the one answer such a server gives.
    */
   async function askHost(
     open: number[],
@@ -257,16 +260,22 @@ async function probeChunk(
         signal,
       );
       const putOff: number[] = [];
+      const unanswered: number[] = [];
       session.answers.forEach((answer, position) => {
-        if (answer === undefined) return;
         const index = asking[position] as number;
+        if (answer === undefined) return void unanswered.push(index);
         answers[index] = { ...answer, host };
         if (answer.class === 'too_many_recipients') putOff.push(index);
       });
+      const left = [...putOff, ...unanswered];
+      const progress = left.length < asking.length;
       if (session.failure !== undefined) {
-        return { class: session.failure, reply: session.failureReply, greeted: session.greeted };
+        if (!(progress && endedByServer(session.failure))) {
+          return { class: session.failure, reply: session.failureReply, greeted: session.greeted };
+        }
+        for (const index of putOff) answers[index] = undefined;
       }
-      asking = putOff.length < asking.length ? putOff : [];
+      asking = progress ? left : [];
     }
     return undefined;
   }
@@ -339,6 +348,11 @@ async function sessionOnHost(
 function triesNextHost(failure: SessionFailure, greeted: boolean): boolean {
   if (failure === 'timeout') return !greeted;
   return failure === 'try_next_mx' || failure === 'closed' || failure === 'no_connect';
+}
+
+/** The server ended a session it had been answering: it may answer the rest in a new one. */
+function endedByServer(failure: SessionFailure): boolean {
+  return failure === 'try_next_mx' || failure === 'closed';
 }
 
 function failureClass(failure: SessionFailure): ProbeClass {

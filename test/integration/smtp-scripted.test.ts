@@ -22,8 +22,12 @@ interface Conversation {
   tls: boolean;
 }
 
-/** The reply to one command (CRLFs included), `undefined` to stay silent, `'drop'` to close. */
-type Answer = string | undefined | 'drop' | 'reset';
+/**
+ * The reply to one command (CRLFs included), `undefined` to stay silent, `'drop'` to close,
+ * `'reset'` to reset, or a reply after which the server closes the connection.
+ */
+type Answer =
+  string | undefined | 'drop' | 'reset' | { readonly say: string; readonly close: true };
 
 interface Script {
   /** The greeting; `undefined` never greets (a tarpit). */
@@ -94,6 +98,7 @@ async function serve(
     const scripted = script.on === undefined ? null : script.on(line, conversation);
     if (scripted === 'drop') return void socket.end();
     if (scripted === 'reset') return void socket.resetAndDestroy();
+    if (typeof scripted === 'object' && scripted !== null) return void socket.end(scripted.say);
     if (scripted !== null) {
       if (scripted !== undefined) socket.write(scripted);
       return;
@@ -636,6 +641,61 @@ describe('scripted servers: recipient limits', () => {
     const verdicts = await verify(server, ADDRESSES);
     expect(verdicts.map((v) => [v.state, v.reason])).toEqual(TRUTH);
     perConnection = new Map();
+  });
+});
+
+describe('scripted servers: sessions that end after a few recipients', () => {
+  const ADDRESSES = ['ann@example.org', 'bob@example.org', 'ann2@example.org', 'cy@example.org'];
+  const TRUTH = [
+    ['deliverable', 'accepted_email'],
+    ['undeliverable', 'rejected_email'],
+    ['deliverable', 'accepted_email'],
+    ['undeliverable', 'rejected_email'],
+  ];
+
+  for (const [name, limit] of [
+    [
+      '452 4.5.3 past two recipients, then the connection is closed',
+      '452 4.5.3 Too many recipients\r\n',
+    ],
+    ['421 4.5.3 past two recipients', '421 4.5.3 Too many recipients, closing connection\r\n'],
+    [
+      '421 4.7.0 too many errors past two recipients',
+      '421 4.7.0 mx.test Error: too many errors\r\n',
+    ],
+  ] as const) {
+    it(`${name}: the rest are asked in a new session`, async () => {
+      const server = await serve({
+        extensions: [],
+        on: (command, conversation) => {
+          if (!command.startsWith('RCPT')) return null;
+          if (conversation.rcpts <= 2) return annOnly()(command);
+          // The server closes after its limit, as servers counting per connection may.
+          return { say: limit, close: true };
+        },
+      });
+      const verdicts = await verify(server, ADDRESSES, { smtp: { recipientsPerTransaction: 50 } });
+      expect(verdicts.map((v) => [v.state, v.reason])).toEqual(TRUTH);
+    });
+  }
+
+  it('a server that answers one RCPT a connection, then drops it', async () => {
+    const server = await serve({
+      extensions: [],
+      on: (command, conversation) =>
+        command.startsWith('RCPT') && conversation.rcpts > 1 ? 'drop' : annOnly()(command),
+    });
+    const verdicts = await verify(server, ADDRESSES);
+    expect(verdicts.map((v) => [v.state, v.reason])).toEqual(TRUTH);
+  });
+
+  it('a server that drops every connection at its first RCPT stays unknown, and ends', async () => {
+    const server = await serve({ on: (command) => (command.startsWith('RCPT') ? 'drop' : null) });
+    const verdicts = await verify(server, ADDRESSES.slice(0, 2));
+    for (const verdict of verdicts) {
+      expect([verdict.state, verdict.reason]).toEqual(['risky', 'no_connect']);
+    }
+    expect(server.connections()).toBe(1);
   });
 });
 
