@@ -84,6 +84,16 @@ export function concurrencyOf(flags: EngineFlags): number | undefined {
   return integer(flags.concurrency, '--concurrency', 1, 10_000);
 }
 
+const DIGITS = /^\d+$/;
+
+/**
+ * A whole number as a person types it (decimal digits, nothing else), or NaN: for the amounts
+ * whose bounds the service checks and names itself.
+ */
+export function wholeNumber(value: string): number {
+  return DIGITS.test(value) ? Number(value) : NaN;
+}
+
 /** A whole-number flag within [min, max], or undefined when not given; the flag named when wrong. */
 export function integer(
   value: string | undefined,
@@ -92,7 +102,8 @@ export function integer(
   max: number,
 ): number | undefined {
   if (value === undefined) return undefined;
-  const number = Number(value);
+  // Decimal digits only: Number() would also take '', ' 5', '1e3' and '0x10'.
+  const number = wholeNumber(value);
   if (!Number.isInteger(number) || number < min || number > max) {
     throw new UsageError(
       `${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`,

@@ -23,6 +23,7 @@ import { workerCommand, type WorkerFlags } from './commands/worker.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { processIo, type CliIo } from './io.js';
 import { DEFAULT_DB, serviceFailure, type FileFlags } from './service-file.js';
+import { escapeForTerminal } from './terminal.js';
 
 /** Our package.json: two folders up from src/cli/main.ts and from dist/cli/bin.js alike. */
 function version(): string {
@@ -108,8 +109,13 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
+      // One line, like every other refusal (ripgrep's style): commander's "error: ..." and its
+      // "(Did you mean ...?)" joined, and the option or command echoed back escaped.
+      outputError: (text, write) => write(`${usageLine(text)}\n`),
     })
-    .showHelpAfterError('(mailverdict --help for usage)');
+    // Our own `help [command...]`: commander's reads one name only, and shows the whole
+    // program's help, on stderr with exit 2 and no word of why, for a name it does not know.
+    .helpCommand(false);
 
   withEngineFlags(
     program
@@ -247,6 +253,24 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     run((id: string, flags: FileFlags) => filtersRemove(id, flags, io)),
   );
 
+  program
+    .command('help')
+    .description('display help for command')
+    .argument('[command...]', 'a command, or a command and its subcommand (keys create)')
+    .action((names: string[]) => {
+      let command: Command = program;
+      for (const name of names) {
+        const next = command.commands.find((c) => c.name() === name || c.aliases().includes(name));
+        if (next === undefined) {
+          throw new UsageError(
+            `unknown command '${names.join(' ')}' (mailverdict --help lists them)`,
+          );
+        }
+        command = next;
+      }
+      command.outputHelp();
+    });
+
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
@@ -255,12 +279,23 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       // --help and --version end this way too, with exit code 0.
       return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
+    // Messages quote the input (a CSV header, a filter value): escaped, as addresses are.
     const usage = error instanceof UsageError ? error : serviceFailure(error);
     if (usage !== undefined) {
-      io.stderr.write(`mailverdict: ${usage.message}\n`);
+      io.stderr.write(`mailverdict: ${escapeForTerminal(usage.message)}\n`);
       return EXIT.usage;
     }
-    io.stderr.write(`mailverdict: ${(error as Error).message}\n`);
+    io.stderr.write(`mailverdict: ${escapeForTerminal((error as Error).message)}\n`);
     return EXIT.failure;
   }
+}
+
+/** Commander's error text as our one line: `mailverdict: unknown option '--jsn' (did you mean --json?; ...)`. */
+function usageLine(text: string): string {
+  const [first = '', ...rest] = text.trim().split('\n');
+  const hints = [
+    ...rest.map((hint) => hint.replace(/^\((.*)\)$/, '$1').replace(/^Did/, 'did')),
+    'mailverdict --help for usage',
+  ];
+  return `mailverdict: ${escapeForTerminal(first.replace(/^error: /, ''))} (${escapeForTerminal(hints.join('; '))})`;
 }

@@ -1,5 +1,6 @@
 import type { FilterAction, FilterType } from '../../ports/store.js';
 import type { KeyInfo } from '../../service/auth.js';
+import { wholeNumber } from '../engine-options.js';
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
 import { line, type CliIo } from '../io.js';
 import { accountOf, withService, type FileFlags } from '../service-file.js';
@@ -86,8 +87,8 @@ export interface KeyRotateFlags extends FileFlags {
 }
 
 export async function keysRotate(id: string, flags: KeyRotateFlags, io: CliIo): Promise<ExitCode> {
-  const grace = flags.grace === undefined ? undefined : Number(flags.grace);
-  if (grace !== undefined && !(Number.isInteger(grace) && grace >= 0)) {
+  const grace = flags.grace === undefined ? undefined : wholeNumber(flags.grace);
+  if (grace !== undefined && !Number.isSafeInteger(grace)) {
     throw new UsageError(
       `--grace must be a whole number of seconds, got ${JSON.stringify(flags.grace)}`,
     );
@@ -117,10 +118,10 @@ export async function creditsGrant(
   flags: GrantFlags,
   io: CliIo,
 ): Promise<ExitCode> {
-  const credits = Number(amount);
+  const credits = wholeNumber(amount);
   if (!Number.isSafeInteger(credits) || credits < 1) {
     throw new UsageError(
-      `the amount must be a whole number of credits, got ${JSON.stringify(amount)}`,
+      `the amount must be a whole number of credits, 1 or more, got ${JSON.stringify(amount)}`,
     );
   }
   return withService(flags, async (service) => {
@@ -173,14 +174,16 @@ export interface FilterListFlags extends ListFlags {
 }
 
 export async function filtersList(flags: FilterListFlags, io: CliIo): Promise<ExitCode> {
+  const page = flags.page === undefined ? undefined : pageNumber(flags.page, '--page');
+  const perPage = flags.perPage === undefined ? undefined : pageNumber(flags.perPage, '--per-page');
   return withService(flags, async (service) => {
     const account = await accountOf(service, flags);
     const list = await service.listFilters(
       { accountId: account.id },
       {
         ...(flags.type === undefined ? {} : { type: flags.type }),
-        ...(flags.page === undefined ? {} : { page: Number(flags.page) }),
-        ...(flags.perPage === undefined ? {} : { perPage: Number(flags.perPage) }),
+        ...(page === undefined ? {} : { page }),
+        ...(perPage === undefined ? {} : { perPage }),
       },
     );
     if (flags.json === true) {
@@ -196,6 +199,15 @@ export async function filtersList(flags: FilterListFlags, io: CliIo): Promise<Ex
     );
     return EXIT.ok;
   });
+}
+
+/** A page flag as typed; its range is the service's to check (and to name). */
+function pageNumber(value: string, flag: string): number {
+  const number = wholeNumber(value);
+  if (!Number.isSafeInteger(number)) {
+    throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(value)}`);
+  }
+  return number;
 }
 
 export async function filtersRemove(id: string, flags: FileFlags, io: CliIo): Promise<ExitCode> {
