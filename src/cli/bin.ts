@@ -1,5 +1,18 @@
 #!/usr/bin/env node
+import { EXIT } from './exit-codes.js';
 import { main } from './main.js';
+
+// A reader that goes away (`mailverdict batch list.txt | head -1`) ends the run quietly with
+// exit 0, as ripgrep does: there is no one left to write for, and a stack trace about it
+// would be noise. Any other failure to write (a full disk) is one line and exit 4.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') {
+    process.stderr.write(`mailverdict: cannot write the output: ${error.message}\n`);
+  }
+  process.exit(error.code === 'EPIPE' ? EXIT.ok : EXIT.failure);
+});
+// Where stderr itself is gone, there is nowhere to say anything.
+process.stderr.on('error', () => {});
 
 main(process.argv.slice(2)).then(
   (code) => {
@@ -7,6 +20,6 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     process.stderr.write(`mailverdict: ${(error as Error).message}\n`);
-    process.exitCode = 4;
+    process.exitCode = EXIT.failure;
   },
 );

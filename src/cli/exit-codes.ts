@@ -15,6 +15,8 @@ export const EXIT = Object.freeze({
   failure: 4,
   /** Interrupted by Ctrl-C (SIGINT): what was done is written, the rest is not (128 + 2). */
   interrupted: 130,
+  /** Stopped by SIGTERM (a service manager, `kill`): as for Ctrl-C, but 128 + 15. */
+  terminated: 143,
 });
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

@@ -5,8 +5,18 @@ export interface CliIo {
   readonly stdout: Writable & { readonly isTTY?: boolean };
   readonly stderr: Writable & { readonly isTTY?: boolean };
   readonly stdin: Readable;
-  /** Registers what Ctrl-C does while a command runs; returns the way to unregister it. */
-  onInterrupt(handler: () => void): () => void;
+  /**
+   * Registers what Ctrl-C (SIGINT) and SIGTERM do while a command runs; returns the way to
+   * unregister it. The handler is told which signal came.
+   */
+  onInterrupt(handler: (signal: StopSignal) => void): () => void;
+}
+
+export type StopSignal = 'SIGINT' | 'SIGTERM';
+
+/** The exit code of a run a signal stopped: 128 + its number, as shells report it. */
+export function exitCodeOf(signal: StopSignal): 130 | 143 {
+  return signal === 'SIGINT' ? 130 : 143;
 }
 
 /** The process's own streams and its SIGINT. */
@@ -17,10 +27,15 @@ export function processIo(): CliIo {
     stdin: process.stdin,
     onInterrupt(handler) {
       let presses = 0;
-      // The first Ctrl-C lets the command write what it has; a second one does not wait.
-      const onSignal = () => (++presses > 1 ? process.exit(130) : handler());
+      // The first signal lets the command write what it has; a second one does not wait.
+      const onSignal = (signal: StopSignal) =>
+        ++presses > 1 ? process.exit(exitCodeOf(signal)) : handler(signal);
       process.on('SIGINT', onSignal);
-      return () => process.off('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      return () => {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      };
     },
   };
 }

@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { SingleBar } from 'cli-progress';
 import { createEngine } from '../../engine/engine.js';
@@ -7,7 +7,7 @@ import type { Verdict } from '../../engine/verdict.js';
 import { concurrencyOf, engineOptionsOf, methodOf, type EngineFlags } from '../engine-options.js';
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
 import { readCsvColumn, readLines, type InputItem } from '../input.js';
-import { line, write, type CliIo } from '../io.js';
+import { exitCodeOf, line, write, type CliIo, type StopSignal } from '../io.js';
 import { csvFormat, NDJSON, recordOf, type RecordFormat } from '../records.js';
 import { escapeForTerminal } from '../terminal.js';
 
@@ -18,9 +18,12 @@ export interface BatchFlags extends EngineFlags {
   readonly progress?: boolean;
 }
 
-/** Stands for Ctrl-C in the run's signal: told apart from other failures. */
+/** Stands for Ctrl-C or SIGTERM in the run's signal: told apart from other failures. */
 class Interrupted extends Error {
   override readonly name = 'Interrupted';
+  constructor(readonly signal: StopSignal) {
+    super(`interrupted by ${signal}`);
+  }
 }
 
 /**
@@ -44,7 +47,12 @@ export async function batchCommand(
   const engine = createEngine(engineOptionsOf(flags));
 
   const controller = new AbortController();
-  const stopOnInterrupt = io.onInterrupt(() => controller.abort(new Interrupted('interrupted')));
+  const stopOnInterrupt = io.onInterrupt((signal) => {
+    controller.abort(new Interrupted(signal));
+    // A read of standard input still open (a pipe whose writer waits) would hold the run
+    // until its next line: the input ends here, and the run stops at its next step.
+    input.stream.destroy();
+  });
   const bar = progressBar(io, flags.progress !== false, input.total);
   const summary = new Summary();
   const waiting = new Map<number, Verdict>();
@@ -86,14 +94,16 @@ export async function batchCommand(
       if (index === nextToWrite) await flush(false);
     }
   } catch (error) {
-    if (!(error instanceof Interrupted)) throw error;
-    outcome = EXIT.interrupted;
+    // After a signal, the input's destruction may surface first (a premature close).
+    const reason: unknown = controller.signal.reason;
+    if (!(reason instanceof Interrupted)) throw error;
+    outcome = exitCodeOf(reason.signal);
   } finally {
     stopOnInterrupt();
     bar?.stop();
     await flush(true);
   }
-  for (const text of summary.lines(outcome === EXIT.interrupted, read)) line(io.stderr, text);
+  for (const text of summary.lines(outcome !== EXIT.ok, read)) line(io.stderr, text);
   return outcome;
 }
 
@@ -106,15 +116,27 @@ function formatOf(output: string, toTerminal: boolean): RecordFormat {
 /** The list to read: stdin for `-`, else a regular file (its size in lines for the bar). */
 async function openInput(source: string, io: CliIo): Promise<{ stream: Readable; total?: number }> {
   if (source === '-') return { stream: io.stdin };
-  let info;
+  let handle;
   try {
-    info = await stat(source);
-  } catch {
-    throw new UsageError(`cannot read ${JSON.stringify(source)}: no such file`);
+    // Opened, not only stat()ed: a file we may not read says so here, not as a stack later.
+    handle = await open(source, 'r');
+  } catch (error) {
+    throw new UsageError(`cannot read ${JSON.stringify(source)}: ${reasonOf(error)}`);
   }
-  if (!info.isFile()) throw new UsageError(`${JSON.stringify(source)} is not a file`);
+  if (!(await handle.stat()).isFile()) {
+    await handle.close();
+    throw new UsageError(`${JSON.stringify(source)} is not a file`);
+  }
   const total = await countLines(source);
-  return { stream: createReadStream(source), total };
+  return { stream: handle.createReadStream(), total };
+}
+
+/** Why a file could not be opened, in words (the errno code is for programs). */
+function reasonOf(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  return (error as Error).message;
 }
 
 /** Lines in a file, read once more by the bar's sake: cheap next to verifying them. */
@@ -173,7 +195,7 @@ class Summary {
         .join(', ') || 'none';
     const head = interrupted
       ? `Interrupted: ${this.count} of ${read} addresses read were verified and written (${seconds.toFixed(1)} s).`
-      : `Verified ${this.count} addresses in ${seconds.toFixed(1)} s.`;
+      : `Verified ${this.count} ${this.count === 1 ? 'address' : 'addresses'} in ${seconds.toFixed(1)} s.`;
     return [head, `By state: ${list(this.#states)}.`, `By reason: ${list(this.#reasons)}.`];
   }
 }

@@ -74,10 +74,8 @@ export async function workerCommand(flags: WorkerFlags, io: CliIo): Promise<Exit
       io.stderr,
       `Worker on ${storeName({ db: '', redis })}: taking batch chunks (${resumed} jobs processing)${where}. Ctrl-C to stop.`,
     );
-    await new Promise<void>((resolve) => {
-      io.onInterrupt(resolve);
-      process.once('SIGTERM', () => resolve());
-    });
+    // Ctrl-C and SIGTERM alike.
+    await new Promise<void>((resolve) => io.onInterrupt(() => resolve()));
     line(
       io.stderr,
       'Stopping: what was verified is stored; unfinished chunks go to other workers.',
