@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { parse as parseCsv } from 'csv-parse';
 import { UsageError } from './exit-codes.js';
 
@@ -17,40 +17,96 @@ const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
 
 /**
- * The addresses of a list, one a line, streamed: blank lines are skipped, a trailing CR is
- * dropped, a UTF-8 byte order mark is ignored. Bytes that are not text (a NUL, invalid UTF-8)
- * or a line over MAX_LINE_BYTES end the run with a UsageError naming the line, so binary
- * garbage never turns into thousands of "invalid" verdicts.
+ * The input as UTF-8 bytes: UTF-8 as it comes, and UTF-16 (LE or BE, told by its byte order
+ * mark, as Excel's "Unicode text" and Windows tools write it) decoded and re-encoded, so that
+ * the readers below see one encoding. Without a mark, UTF-16's NUL bytes stop the run as binary.
+ */
+export async function* utf8(input: Readable): AsyncGenerator<Buffer> {
+  let head: Buffer | undefined = Buffer.alloc(0);
+  let decoder: InstanceType<typeof TextDecoder> | undefined;
+  const decode = (bytes?: Buffer) => {
+    const utf16 = decoder as InstanceType<typeof TextDecoder>;
+    try {
+      return Buffer.from(
+        bytes === undefined ? utf16.decode() : utf16.decode(bytes, { stream: true }),
+      );
+    } catch {
+      throw new UsageError('not valid UTF-16: this is not a text file of addresses');
+    }
+  };
+  for await (const chunk of input as AsyncIterable<Buffer | string>) {
+    let bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    if (head !== undefined) {
+      // The first two bytes decide; a first chunk of one byte waits for the next.
+      bytes = Buffer.concat([head, bytes]);
+      if (bytes.length < 2) {
+        head = bytes;
+        continue;
+      }
+      head = undefined;
+      const encoding =
+        bytes[0] === 0xff && bytes[1] === 0xfe
+          ? 'utf-16le'
+          : bytes[0] === 0xfe && bytes[1] === 0xff
+            ? 'utf-16be'
+            : undefined;
+      // The decoder drops the mark itself (ignoreBOM: false).
+      if (encoding !== undefined) decoder = new TextDecoder(encoding, { fatal: true });
+    }
+    yield decoder === undefined ? bytes : decode(bytes);
+  }
+  if (head !== undefined && head.length > 0) yield head;
+  if (decoder !== undefined) {
+    const rest = decode();
+    if (rest.length > 0) yield rest;
+  }
+}
+
+/**
+ * The addresses of a list, one a line, streamed: blank lines are skipped, and a line ends at
+ * LF, CRLF or a lone CR (classic Mac OS, and some exports still write it); a UTF-8 byte order
+ * mark is ignored, UTF-16 with one is read (see utf8). Bytes that are not text (a NUL, invalid
+ * UTF-8) or a line over MAX_LINE_BYTES end the run with a UsageError naming the line, so
+ * binary garbage never turns into thousands of "invalid" verdicts.
  */
 export async function* readLines(input: Readable): AsyncGenerator<InputItem> {
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let line = 0;
+  // A CR ended the last line: an LF right after it (maybe in the next chunk) is its CRLF.
+  let afterCr = false;
   const emit = (bytes: Buffer): InputItem | undefined => {
     line++;
-    let end = bytes.length;
-    if (end > 0 && bytes[end - 1] === CARRIAGE_RETURN) end--;
-    if (bytes.subarray(0, end).includes(NUL)) {
+    if (bytes.includes(NUL)) {
       throw new UsageError(`line ${line}: a NUL byte: this is not a text file of addresses`);
     }
     let text: string;
     try {
-      text = decoder.decode(bytes.subarray(0, end));
+      text = decoder.decode(bytes);
     } catch {
       throw new UsageError(`line ${line}: not valid UTF-8: this is not a text file of addresses`);
     }
     const address = text.trim();
     return address === '' ? undefined : { line, address };
   };
-  for await (const chunk of input as AsyncIterable<Buffer | string>) {
-    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    let start = 0;
-    for (;;) {
-      const newline = bytes.indexOf(NEWLINE, start);
-      if (newline < 0) break;
-      const piece = bytes.subarray(start, newline);
-      start = newline + 1;
+  for await (const bytes of utf8(input)) {
+    if (bytes.length === 0) continue;
+    let start = afterCr && bytes[0] === NEWLINE ? 1 : 0;
+    afterCr = false;
+    // Each kind of line end is searched for once per chunk, not once per line.
+    let newline = bytes.indexOf(NEWLINE, start);
+    let cr = bytes.indexOf(CARRIAGE_RETURN, start);
+    while (newline >= 0 || cr >= 0) {
+      const end = cr < 0 || (newline >= 0 && newline < cr) ? newline : cr;
+      const piece = bytes.subarray(start, end);
+      start = end + 1;
+      if (end === cr) {
+        if (bytes[start] === NEWLINE) start++;
+        else if (start === bytes.length) afterCr = true;
+      }
+      if (newline >= 0 && newline < start) newline = bytes.indexOf(NEWLINE, start);
+      if (cr >= 0 && cr < start) cr = bytes.indexOf(CARRIAGE_RETURN, start);
       const whole = pendingBytes === 0 ? piece : Buffer.concat([...pending, piece]);
       pending = [];
       pendingBytes = 0;
@@ -79,15 +135,17 @@ function tooLong(line: number): UsageError {
 }
 
 /**
- * The addresses of one column of a CSV file (RFC 4180, with a header row), streamed through
- * csv-parse. The column is named by `column`, else the header `email` (any case), else the
- * first column.
+ * The addresses of one column of a CSV file (RFC 4180), streamed through csv-parse. The column
+ * is the one `column` names, else the first whose header reads as an email (`email`, `E-mail`,
+ * `Email Address`, `email_address`, `mail`, any case), else the only one. A first row that
+ * holds an address is no header: the file has none, and that row is verified too. With no
+ * such column among several, the run stops rather than verify names or phone numbers.
  */
 export async function* readCsvColumn(
   input: Readable,
   column: string | undefined,
 ): AsyncGenerator<InputItem> {
-  const parser = input.pipe(
+  const parser = Readable.from(utf8(input)).pipe(
     parseCsv({
       bom: true,
       relax_column_count: true,
@@ -101,8 +159,9 @@ export async function* readCsvColumn(
     for await (const row of parser as AsyncIterable<string[]>) {
       record++;
       if (index === undefined) {
-        index = headerIndex(row, column);
-        continue;
+        const found = columnOf(row, column);
+        index = found.index;
+        if (found.header) continue;
       }
       const value = (row[index] ?? '').trim();
       if (value.includes('\u0000') || value.includes('\ufffd')) {
@@ -116,15 +175,33 @@ export async function* readCsvColumn(
   }
 }
 
-function headerIndex(header: readonly string[], column: string | undefined): number {
-  const names = header.map((name) => name.trim().toLowerCase());
-  if (column === undefined) {
-    const email = names.indexOf('email');
-    return email >= 0 ? email : 0;
+/** Header names that mean "the address", compared without case, spaces or punctuation. */
+const EMAIL_HEADERS: ReadonlySet<string> = new Set(['email', 'emailaddress', 'mail', 'emails']);
+
+const headerKey = (name: string) => name.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+/** Which column holds the addresses, and whether the first row is a header (not data). */
+function columnOf(
+  first: readonly string[],
+  column: string | undefined,
+): { index: number; header: boolean } {
+  const names = first.map((name) => name.trim().toLowerCase());
+  const shown = first.map((name) => JSON.stringify(name.trim())).join(', ');
+  if (column !== undefined) {
+    const wanted = column.trim().toLowerCase();
+    const byName = names.indexOf(wanted);
+    if (byName >= 0) return { index: byName, header: true };
+    const byKey = first.findIndex((name) => headerKey(name) === headerKey(wanted));
+    if (byKey >= 0 && headerKey(wanted) !== '') return { index: byKey, header: true };
+    throw new UsageError(`no column ${JSON.stringify(column)} in the CSV header (${shown})`);
   }
-  const byName = names.indexOf(column.trim().toLowerCase());
-  if (byName >= 0) return byName;
+  const email = first.findIndex((name) => EMAIL_HEADERS.has(headerKey(name)));
+  if (email >= 0) return { index: email, header: true };
+  // No header names an address, yet a cell holds one: the file starts with its data.
+  const address = first.findIndex((cell) => cell.includes('@'));
+  if (address >= 0) return { index: address, header: false };
+  if (first.length === 1) return { index: 0, header: true };
   throw new UsageError(
-    `no column ${JSON.stringify(column)} in the CSV header (${header.join(', ')})`,
+    `no email column in the CSV header (${shown}): name the column with --column`,
   );
 }

@@ -47,9 +47,21 @@ const CSV_COLUMNS: readonly (keyof CliRecord)[] = [
 ];
 
 /**
+ * A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV
+ * Injection"): `=HYPERLINK(...)@x.org` is a valid address, and lists come from web forms.
+ */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/** The cell as text a spreadsheet shows, never runs: a leading `'` where it would be a formula. */
+function inert(text: string): string {
+  return FORMULA_START.test(text) ? `'${text}` : text;
+}
+
+/**
  * CSV (RFC 4180, via csv-stringify): risk factors joined by `;`, the error as its code and
- * message, a flag whose check did not run left empty. `escape` rewrites text for a terminal
- * when the CSV goes to one.
+ * message, a flag whose check did not run left empty, and a text cell that a spreadsheet would
+ * run as a formula prefixed with `'` (NDJSON carries the text as it came). `escape` rewrites
+ * text for a terminal when the CSV goes to one.
  */
 export function csvFormat(escape: (text: string) => string = (text) => text): RecordFormat {
   return {
@@ -62,7 +74,7 @@ export function csvFormat(escape: (text: string) => string = (text) => text): Re
           return record.error === null ? '' : `${record.error.code}: ${record.error.message}`;
         }
         if (value === null) return '';
-        return typeof value === 'string' ? escape(value) : String(value);
+        return typeof value === 'string' ? escape(inert(value)) : String(value);
       });
       return stringify([cells]);
     },
