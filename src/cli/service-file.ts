@@ -45,13 +45,19 @@ export async function openService(flags: FileFlags, parts: ServiceParts = {}): P
 }
 
 async function sqliteStore(path: string): Promise<Store> {
+  let createSqliteStore: typeof import('../adapters/sqlite-store.js').createSqliteStore;
   try {
-    const { createSqliteStore } = await import('../adapters/sqlite-store.js');
-    return createSqliteStore(path);
+    ({ createSqliteStore } = await import('../adapters/sqlite-store.js'));
   } catch (error) {
     throw new UsageError(
       `the service commands need better-sqlite3 (npm install better-sqlite3@12): ${(error as Error).message}`,
     );
+  }
+  try {
+    return createSqliteStore(path);
+  } catch (error) {
+    // A missing folder, a directory, a file we may not write: the path is what to fix.
+    throw new UsageError(`cannot open ${JSON.stringify(path)}: ${(error as Error).message}`);
   }
 }
 

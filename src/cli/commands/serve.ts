@@ -1,3 +1,4 @@
+import { canonicalRange } from '../../service/ip-ranges.js';
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
 import { optional } from '../../optional.js';
 import {
@@ -6,6 +7,7 @@ import {
   integer,
   type EngineFlags,
 } from '../engine-options.js';
+import type { Service } from '../../service/service.js';
 import { line, type CliIo } from '../io.js';
 import { scaleOut } from '../scale-out.js';
 import { openService, requireRedisUrl, storeName, type FileFlags } from '../service-file.js';
@@ -34,13 +36,16 @@ const FIRST_PLAN = 'enterprise';
  * jobs. Ctrl-C or SIGTERM finishes the requests in flight and leaves running jobs to resume.
  */
 export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCode> {
-  const port = Number(flags.port);
-  if (!(Number.isInteger(port) && port >= 0 && port < 65_536)) {
-    throw new UsageError(`--port must be a port number, got ${JSON.stringify(flags.port)}`);
-  }
-  const credits = Number(flags.credits);
-  if (!(Number.isSafeInteger(credits) && credits >= 0)) {
-    throw new UsageError(`--credits must be a whole number, got ${JSON.stringify(flags.credits)}`);
+  // Every flag is checked before anything is opened or created.
+  const port = integer(flags.port, '--port', 0, 65_535) as number;
+  const credits = integer(flags.credits, '--credits', 0, Number.MAX_SAFE_INTEGER) as number;
+  if (flags.baseUrl !== undefined) checkBaseUrl(flags.baseUrl);
+  for (const range of flags.trustedProxy ?? []) {
+    if (canonicalRange(range) === undefined) {
+      throw new UsageError(
+        `--trusted-proxy must be an IP address or CIDR range, got ${JSON.stringify(range)}`,
+      );
+    }
   }
   const { loadPrometheusMetrics, serve } = await import('../../http/node-server.js');
   // On by default: every label comes from a closed set (method, state, reason, reply class,
@@ -65,35 +70,31 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
     batch: { ...shared?.batch, ...callbackOptionsOf(flags) },
   });
   try {
-    if ((await service.admin.listAccounts()).length === 0) {
-      const account = await service.admin.createAccount({
-        email: flags.ownerEmail,
-        plan: FIRST_PLAN,
-        credits,
+    // Listening comes first: a port in use or a bad --host fails before the first start
+    // creates an account whose key, shown once, would then belong to a server that never ran.
+    let server;
+    try {
+      server = await serve(service, {
+        port,
+        hostname: flags.host,
+        metrics: metrics ?? false,
+        ...(flags.baseUrl === undefined ? {} : { baseUrl: flags.baseUrl }),
+        ...(flags.trustedProxy === undefined ? {} : { trustedProxies: flags.trustedProxy }),
       });
-      const { secret } = await service.admin.createKey(account.id, { name: 'first key' });
-      line(
-        io.stderr,
-        `Created account ${account.id} (${account.email}, ${FIRST_PLAN} plan, ${credits} credits) in ${storeName(flags)}.`,
-      );
-      line(
-        io.stderr,
-        'Its private API key, shown this once (keep it; `mailverdict keys` makes more):',
-      );
-      // Flushed before "Listening" goes to stderr: whoever reads both sees the key first.
-      await new Promise<void>((resolve) => io.stdout.write(`${secret}\n`, () => resolve()));
+    } catch (error) {
+      throw listenFailure(error, flags.host, port);
     }
-    const server = await serve(service, {
-      port,
-      hostname: flags.host,
-      metrics: metrics ?? false,
-      ...(flags.baseUrl === undefined ? {} : { baseUrl: flags.baseUrl }),
-      ...(flags.trustedProxy === undefined ? {} : { trustedProxies: flags.trustedProxy }),
-    });
+    try {
+      await firstStart(service, flags, credits, io);
+    } catch (error) {
+      // A refused --owner-email: the server stops before anyone could reach it.
+      await server.close();
+      throw error;
+    }
     line(io.stderr, `Listening on ${server.url} (Ctrl-C to stop).`);
     await new Promise<void>((resolve) => {
-      const stop = io.onInterrupt(resolve);
-      process.once('SIGTERM', () => resolve());
+      // Ctrl-C and SIGTERM alike.
+      const stop = io.onInterrupt(() => resolve());
       server.server.once('close', () => {
         stop();
         resolve();
@@ -109,4 +110,58 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
     await service.store.close();
     await shared?.close();
   }
+}
+
+/** The first start on an empty store: an account, and its key printed once on stdout. */
+async function firstStart(
+  service: Service,
+  flags: ServeFlags,
+  credits: number,
+  io: CliIo,
+): Promise<void> {
+  if ((await service.admin.listAccounts()).length > 0) return;
+  const account = await service.admin.createAccount({
+    email: flags.ownerEmail,
+    plan: FIRST_PLAN,
+    credits,
+  });
+  const { secret } = await service.admin.createKey(account.id, { name: 'first key' });
+  line(
+    io.stderr,
+    `Created account ${account.id} (${account.email}, ${FIRST_PLAN} plan, ${credits} credits) in ${storeName(flags)}.`,
+  );
+  line(io.stderr, 'Its private API key, shown this once (keep it; `mailverdict keys` makes more):');
+  // Flushed before "Listening" goes to stderr: whoever reads both sees the key first.
+  await new Promise<void>((resolve) => io.stdout.write(`${secret}\n`, () => resolve()));
+}
+
+/** download_url is built on it: an absolute http(s) URL, or a usage error now. */
+function checkBaseUrl(url: string): void {
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'http:' && protocol !== 'https:') {
+    throw new UsageError(
+      `--base-url must be an absolute http:// or https:// URL, got ${JSON.stringify(url)}`,
+    );
+  }
+}
+
+/** Why the server could not listen, in one line: a usage error, since a flag fixes it. */
+function listenFailure(error: unknown, host: string, port: number): Error {
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const reasons: Record<string, string> = {
+    EADDRINUSE: 'the port is in use (--port 0 picks a free one)',
+    EACCES: 'permission denied (ports below 1024 need privileges)',
+    EADDRNOTAVAIL: 'the address is not one of this machine’s (--host)',
+    ENOTFOUND: 'no such host (--host)',
+    EAI_AGAIN: 'the host name could not be resolved (--host)',
+  };
+  const reason = reasons[(error as NodeJS.ErrnoException).code ?? ''];
+  return reason === undefined
+    ? (error as Error)
+    : new UsageError(`cannot listen on ${where}: ${reason}`);
 }
