@@ -1,0 +1,407 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
+
+/**
+ * The CLI as a new user and a hostile input source use it: a separate process, real pipes and
+ * signals. Every server here listens on 127.0.0.1 port 0; verifications run --offline or
+ * against the loopback DNS server.
+ */
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = join(ROOT, 'src/cli/bin.ts');
+const NODE_ARGS = ['--import', 'tsx', BIN];
+
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+interface CliOptions {
+  stdin?: string | Buffer;
+  whenOutput?: (stdout: string, child: ReturnType<typeof spawn>) => void;
+}
+
+function cli(args: string[], options: CliOptions = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...NODE_ARGS, ...args], {
+      cwd: ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      options.whenOutput?.(stdout, child);
+    });
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    child.stdin.on('error', () => {});
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+/** A shell pipeline, for what only a real pipe shows (EPIPE when the reader goes away). */
+function shell(script: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', `set -o pipefail; ${script}`], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, MV: `${process.execPath} ${NODE_ARGS.join(' ')}` },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+/** What every refusal looks like: exit 2, one line on stderr naming us, no stack trace. */
+function expectOneLineUsageError(run: Run, label: string): void {
+  expect(run.code, label).toBe(2);
+  const lines = run.stderr.trimEnd().split('\n');
+  expect(lines, `${label}: ${run.stderr}`).toHaveLength(1);
+  expect(lines[0], label).toMatch(/^mailverdict: \S/);
+  expect(run.stderr, label).not.toContain('    at ');
+}
+
+const inputs = (stdout: string) =>
+  stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => (JSON.parse(line) as { input: string }).input);
+
+let dir: string;
+let dns: TestDnsServer;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'mailverdict-audit-'));
+  const zone: Parameters<typeof startDnsServer>[0] = {};
+  for (let d = 0; d < 100; d++) {
+    zone[`fast${d}.com`] = { mx: [{ exchange: `mx.fast${d}.com`, preference: 10 }] };
+  }
+  // Every other name is never answered: those verifications wait until interrupted.
+  dns = await startDnsServer(zone, { silent: true });
+});
+afterAll(async () => {
+  await dns.close();
+});
+
+describe('usage and help', () => {
+  it('a mistake in the call is one line on stderr, prefixed, with exit 2', async () => {
+    for (const args of [
+      ['bogus'],
+      ['--bogus'],
+      ['verfy', 'a@b.co'],
+      ['verify', '--jsn', 'a@b.co'],
+      ['verify'],
+      ['batch'],
+      ['batch', '-o'],
+      ['batch', '-', '--output', 'xml'],
+      ['filters', 'add', 'x.org', '--type', 'dom', '--action', 'block'],
+      ['keys', 'bogus'],
+    ]) {
+      expectOneLineUsageError(await cli(args), args.join(' '));
+    }
+  });
+
+  it('an option or command name from the input is escaped on stderr', async () => {
+    const run = await cli(['verify', '--\u001b[2J\u202e', 'a@b.co']);
+    expectOneLineUsageError(run, 'escaped');
+    // eslint-disable-next-line no-control-regex -- the characters that must not appear
+    expect(run.stderr).not.toMatch(/[\u001b\u202e]/);
+  });
+
+  it('help <command> prints that command’s usage on stdout, nested ones too', async () => {
+    for (const name of ['verify', 'batch', 'serve', 'worker', 'keys', 'credits', 'filters']) {
+      const run = await cli(['help', name]);
+      expect(run.code, name).toBe(0);
+      expect(run.stdout, name).toMatch(new RegExp(`^Usage: mailverdict ${name} `));
+    }
+    const nested = await cli(['help', 'keys', 'create']);
+    expect(nested.code).toBe(0);
+    expect(nested.stdout).toMatch(/^Usage: mailverdict keys create /);
+    expectOneLineUsageError(await cli(['help', 'bogus']), 'help bogus');
+  });
+
+  it('numbers are whole decimal numbers: 1e1, 0x10 and an empty string are refused', async () => {
+    for (const args of [
+      ['verify', '--offline', '--concurrency', '1e1', 'a@b.co'],
+      ['verify', '--offline', '--dns-timeout', '0x10', 'a@b.co'],
+      ['verify', '--offline', '--concurrency', ' 5', 'a@b.co'],
+      ['serve', '--offline', '--port', '', '--db', join(dir, 'never.db')],
+      ['serve', '--offline', '--port', '0', '--credits', '1e3', '--db', join(dir, 'never.db')],
+    ]) {
+      expectOneLineUsageError(await cli(args), args.join(' '));
+    }
+  });
+});
+
+describe('verify', () => {
+  it('--json carries input, state, reason, score, risk factors and error for hostile input', async () => {
+    const evil = ['a\u001b]0;owned\u0007@x.org', 'b\u202e@x.org', `${'c'.repeat(5000)}@x.org`, ''];
+    const run = await cli(['verify', '--offline', '--json', ...evil]);
+    expect(run.code).toBe(0);
+    const records = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(records.map((r) => r.input)).toEqual(evil);
+    for (const record of records) {
+      expect(Object.keys(record)).toEqual(
+        expect.arrayContaining(['input', 'state', 'reason', 'score', 'risk_factors', 'error']),
+      );
+    }
+    // eslint-disable-next-line no-control-regex -- the characters that must not appear
+    expect(run.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
+  });
+
+  it('stops quietly when the reader of its output goes away (| head -1)', async () => {
+    const many = Array.from({ length: 3000 }, (_, i) => `u${i}@example.org`).join(' ');
+    const run = await shell(`$MV verify --offline ${many} | head -1`);
+    expect(run.stdout).toMatch(/^ADDRESS\s+STATE/);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+  });
+});
+
+describe('batch input', () => {
+  const expectTwo = async (name: string, bytes: Buffer, extra: string[] = []) => {
+    const file = join(dir, name);
+    writeFileSync(file, bytes);
+    const run = await cli(['batch', '--offline', ...extra, file]);
+    expect(run.code, `${name}: ${run.stderr}`).toBe(0);
+    expect(inputs(run.stdout), name).toEqual(['ann@example.org', 'bob@example.org']);
+    expect(run.stderr, name).toMatch(/Verified 2 addresses/);
+  };
+
+  it('reads lone-CR (classic Mac) line endings as lines', async () => {
+    await expectTwo('cr.txt', Buffer.from('ann@example.org\rbob@example.org\r'));
+    await expectTwo('mixed.txt', Buffer.from('ann@example.org\r\n\r\rbob@example.org\n'));
+  });
+
+  it('reads UTF-16 LE and BE with a byte order mark (Excel’s "Unicode text")', async () => {
+    const text = '\ufeffann@example.org\r\nbob@example.org\r\n';
+    await expectTwo('le.txt', Buffer.from(text, 'utf16le'));
+    await expectTwo('be.txt', Buffer.from(text, 'utf16le').swap16());
+    await expectTwo(
+      'le.csv',
+      Buffer.from(`\ufeffname,Email\r\nAnn,ann@example.org\r\nBob,bob@example.org\r\n`, 'utf16le'),
+    );
+  });
+
+  it('a CSV without a header row loses no address', async () => {
+    await expectTwo('headerless.csv', Buffer.from('ann@example.org,Ann\nbob@example.org,Bob\n'));
+    await expectTwo('one.csv', Buffer.from('ann@example.org\nbob@example.org\n'));
+  });
+
+  it('finds the email column under its usual spellings', async () => {
+    for (const header of ['E-mail', ' EMAIL ', 'Email Address', 'email_address']) {
+      await expectTwo(
+        'spelled.csv',
+        Buffer.from(`name,"${header}"\n"Doe, Ann",ann@example.org\n"Bob\nSmith",bob@example.org\n`),
+      );
+    }
+    await expectTwo('address.csv', Buffer.from('address\nann@example.org\nbob@example.org\n'));
+    await expectTwo(
+      'named.csv',
+      Buffer.from('email,work\nx@example.org,ann@example.org\ny@example.org,bob@example.org\n'),
+      ['--column', 'Work'],
+    );
+  });
+
+  it('refuses a CSV with no email column instead of verifying another one', async () => {
+    const file = join(dir, 'phones.csv');
+    writeFileSync(file, 'name,phone\nAnn,555-0100\n');
+    const run = await cli(['batch', '--offline', file]);
+    expectOneLineUsageError(run, 'no email column');
+    expect(run.stderr).toMatch(/"name", "phone"/);
+    expect(run.stderr).toMatch(/--column/);
+    expect(run.stdout).toBe('');
+  });
+
+  it('escapes a hostile CSV header in its error message', async () => {
+    const file = join(dir, 'evil-header.csv');
+    writeFileSync(file, 'name,\u001b[2Jphone\u202e\nAnn,1\n');
+    const run = await cli(['batch', '--offline', file]);
+    expectOneLineUsageError(run, 'evil header');
+    // eslint-disable-next-line no-control-regex -- the characters that must not appear
+    expect(run.stderr).not.toMatch(/[\u001b\u202e]/);
+  });
+
+  it('says "1 address", not "1 addresses"', async () => {
+    const run = await cli(['batch', '--offline', '-'], { stdin: 'ann@example.org\n' });
+    expect(run.stderr).toMatch(/^Verified 1 address in /m);
+  });
+});
+
+describe('batch output', () => {
+  it('CSV cells a spreadsheet would run as a formula are neutralized; NDJSON stays raw', async () => {
+    const formulas = ['=1+2@x.org', '+1@x.org', '-2@x.org', '@3@x.org'];
+    const csv = await cli(['batch', '--offline', '-o', 'csv', '-'], {
+      stdin: formulas.join('\n'),
+    });
+    expect(csv.code).toBe(0);
+    const rows = parseCsv(csv.stdout) as string[][];
+    for (const row of rows.slice(1)) {
+      for (const cell of row) expect(cell, row.join(',')).not.toMatch(/^[=+\-@\t\r]/);
+    }
+    expect(rows.slice(1).map((row) => row[0])).toEqual(formulas.map((f) => `'${f}`));
+    const ndjson = await cli(['batch', '--offline', '-'], { stdin: formulas.join('\n') });
+    expect(inputs(ndjson.stdout)).toEqual(formulas);
+  });
+
+  it('stops quietly when the reader goes away (| head -1), NDJSON and CSV', async () => {
+    const file = join(dir, 'ten-thousand.txt');
+    writeFileSync(file, Array.from({ length: 10_000 }, (_, i) => `u${i}@example.org`).join('\n'));
+    for (const format of ['ndjson', 'csv']) {
+      const run = await shell(`$MV batch --offline -o ${format} ${file} | head -1`);
+      expect(run.stdout.split('\n').filter(Boolean), format).toHaveLength(1);
+      expect(run.stderr, format).toBe('');
+      expect(run.code, format).toBe(0);
+    }
+  });
+});
+
+describe('batch signals', () => {
+  const lines = [
+    ...Array.from({ length: 100 }, (_, i) => `user${i}@fast${i}.com`),
+    ...Array.from({ length: 400 }, (_, i) => `user${i}@silent${i}.com`),
+  ];
+  const args = () => [
+    'batch',
+    '-',
+    '--method',
+    'quick',
+    '--dns-server',
+    dns.address,
+    '--dns-timeout',
+    '60000',
+    '--no-dns-canary',
+  ];
+
+  it('SIGTERM mid-run writes what is done, says how far it got, and exits 143', async () => {
+    let sent = false;
+    const run = await cli(args(), {
+      stdin: lines.join('\n'),
+      whenOutput: (stdout, child) => {
+        if (!sent && stdout.split('\n').length > 100) {
+          sent = true;
+          child.kill('SIGTERM');
+        }
+      },
+    });
+    expect(sent).toBe(true);
+    expect(run.code).toBe(143);
+    expect(inputs(run.stdout).slice(0, 100)).toEqual(lines.slice(0, 100));
+    expect(run.stderr).toMatch(/Interrupted: 100 of 500 addresses read were verified and written/);
+  });
+
+  it('Ctrl-C stops a run whose standard input is still open', async () => {
+    // Fewer lines than the engine reads ahead with --concurrency 10000 (500,000), so the run
+    // is waiting for more input when the signal comes; far more than a pipe holds (2 MB), so
+    // that the write completing means the CLI is reading, its signal handlers in place.
+    const open = Array.from({ length: 100_000 }, (_, i) => `user${i}@example.org`);
+    const child = spawn(
+      process.execPath,
+      [...NODE_ARGS, 'batch', '--offline', '--concurrency', '10000', '-'],
+      { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stdout.resume();
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    child.stdin.on('error', () => {});
+    child.stdin.write(`${open.join('\n')}\n`, () => child.kill('SIGINT'));
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/^Interrupted: 0 of \d+ addresses read were verified and written/);
+    child.stdin.destroy();
+  });
+});
+
+describe('serve', () => {
+  it('an unusable --db is one line naming the file, not a missing dependency', async () => {
+    for (const db of ['/nonexistent/dir/x.db', dir]) {
+      const run = await cli(['serve', '--offline', '--port', '0', '--db', db]);
+      expectOneLineUsageError(run, db);
+      expect(run.stderr).toContain(db);
+      expect(run.stderr).not.toMatch(/better-sqlite3/);
+    }
+  });
+
+  it('a port in use, a bad --base-url or --trusted-proxy: one line, no account made', async () => {
+    const taken: Server = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const db = join(dir, 'first.db');
+      for (const extra of [
+        ['--port', String(port)],
+        ['--port', '0', '--base-url', 'not a url'],
+        ['--port', '0', '--base-url', 'ftp://api.example.com/'],
+        ['--port', '0', '--trusted-proxy', 'xyz'],
+      ]) {
+        const run = await cli(['serve', '--offline', '--db', db, ...extra]);
+        expect(run.code, extra.join(' ')).not.toBe(0);
+        expect(run.stderr.trimEnd().split('\n'), run.stderr).toHaveLength(1);
+        expect(run.stderr).toMatch(/^mailverdict: /);
+        // The account (and its key, shown once) waits for a start that works.
+        expect(run.stdout, extra.join(' ')).toBe('');
+      }
+      expect((await cli(['keys', 'list', '--db', db])).stderr).toMatch(/has no account yet/);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+});
+
+describe('admin commands', () => {
+  it('refuse amounts that are not plain whole numbers, and change nothing', async () => {
+    const db = join(dir, 'admin.db');
+    await startAndStop(db);
+    for (const amount of ['1e3', '0x10', ' 12 ', '-5', '0', '1.5', '', '99999999999999999999']) {
+      expectOneLineUsageError(await cli(['credits', 'grant', amount, '--db', db]), amount);
+    }
+    for (const args of [
+      ['keys', 'rotate', 'key_nope', '--grace', '1e3'],
+      ['filters', 'list', '--page', '0x2'],
+      ['filters', 'list', '--per-page', '1e1'],
+    ]) {
+      expectOneLineUsageError(await cli([...args, '--db', db]), args.join(' '));
+    }
+    const granted = await cli(['credits', 'grant', '1', '--db', db]);
+    expect(granted.stdout).toMatch(/available 1001,/);
+  });
+});
+
+/** Starts serve on a fresh file (creating its account), then stops it with SIGTERM. */
+async function startAndStop(db: string): Promise<void> {
+  let resolveListening: () => void = () => {};
+  const listening = new Promise<void>((resolve) => (resolveListening = resolve));
+  const child = spawn(
+    process.execPath,
+    [...NODE_ARGS, 'serve', '--db', db, '--port', '0', '--host', '127.0.0.1', '--offline'],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  child.stdout.resume();
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    if (stderr.includes('Listening on')) resolveListening();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  await Promise.race([listening, exited.then(() => Promise.reject(new Error(stderr)))]);
+  child.kill('SIGTERM');
+  expect(await exited).toBe(0);
+}
