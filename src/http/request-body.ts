@@ -48,7 +48,7 @@ export async function readJsonObject(
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw badRequest('body', 'The body must be a JSON object.');
   }
-  const repeated = repeatedMember(text);
+  const repeated = repeatedMember(text, value);
   if (repeated !== undefined) {
     // JSON.parse keeps the last of two `emails`; a proxy or a log may read the first. As with a
     // repeated query parameter, neither is picked silently.
@@ -61,13 +61,33 @@ export async function readJsonObject(
 }
 
 /**
- * The first member name the top-level object of `text` (valid JSON, an object) repeats, or
- * undefined. Only the top level: every field we take is a string or an array of strings, so a
- * nested object is refused for its type anyway. Strings are skipped with indexOf, so a 13 MB
- * batch is a few thousand steps, not a walk over every character.
+ * The first member name the top-level object of `text` (valid JSON, parsed as `value`) repeats,
+ * or undefined. Only the top level: every field we take is a string or an array of strings, so
+ * a nested object is refused for its type anyway. A first walk only counts the names (JSON.parse
+ * keeps one member per name, so a repeat shows as a count above `value`'s); names are read only
+ * when there is one to find. Strings are skipped with indexOf, so a 13 MB batch is a few
+ * thousand steps, not a walk over every character.
  */
-function repeatedMember(text: string): string | undefined {
+function repeatedMember(text: string, value: object): string | undefined {
+  if (walkMembers(text, () => false) === Object.keys(value).length) return undefined;
   const names = new Set<string>();
+  let repeated: string | undefined;
+  walkMembers(text, (start, end) => {
+    const raw = text.slice(start + 1, end);
+    const name = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
+    if (names.has(name)) repeated = name;
+    names.add(name);
+    return repeated !== undefined;
+  });
+  return repeated;
+}
+
+/**
+ * Calls `member` with the quotes around each top-level member name of `text` until it returns
+ * true; returns how many names it passed.
+ */
+function walkMembers(text: string, member: (start: number, end: number) => boolean): number {
+  let count = 0;
   let depth = 0;
   let expectName = false;
   for (let i = 0; i < text.length; i++) {
@@ -75,9 +95,8 @@ function repeatedMember(text: string): string | undefined {
     if (char === QUOTE) {
       const end = stringEnd(text, i);
       if (depth === 1 && expectName) {
-        const name = JSON.parse(text.slice(i, end + 1)) as string;
-        if (names.has(name)) return name;
-        names.add(name);
+        count++;
+        if (member(i, end)) return count;
         expectName = false;
       }
       i = end;
@@ -90,7 +109,7 @@ function repeatedMember(text: string): string | undefined {
       expectName = true;
     }
   }
-  return undefined;
+  return count;
 }
 
 const QUOTE = 0x22;
