@@ -18,8 +18,6 @@ interface Conversation {
   readonly connection: number;
   /** RCPT commands since the last MAIL FROM. */
   rcpts: number;
-  /** Whether the client greeted with EHLO (else HELO). */
-  tls: boolean;
 }
 
 /**
@@ -66,7 +64,7 @@ async function serve(
   const commands: string[] = [];
   let connections = 0;
   const server: Server = createServer((socket) => {
-    const conversation: Conversation = { connection: connections++, rcpts: 0, tls: false };
+    const conversation: Conversation = { connection: connections++, rcpts: 0 };
     const script = list[Math.min(conversation.connection, list.length - 1)] as Script;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -405,21 +403,18 @@ const ROWS: readonly Row[] = [
     },
     expected: ['risky', 'unavailable_smtp'],
   },
-  ...(['banner', 'EHLO', 'MAIL', 'RCPT', 'RSET'] as const).map((step): Row => ({
+  ...(['banner', 'EHLO', 'MAIL', 'RCPT'] as const).map((step): Row => ({
     name: `421 at ${step}`,
     script:
       step === 'banner'
         ? { banner: '421 4.7.0 mx.test Service not available, closing transmission channel\r\n' }
         : {
             on: (c) =>
-              c.toUpperCase().startsWith(step) ||
-              (step === 'RSET' && c.startsWith('RCPT') && !isRandom(c))
-                ? step === 'RSET' && c.startsWith('RCPT')
-                  ? '250 2.1.5 Ok\r\n'
-                  : '421 4.7.0 mx.test Service not available, closing transmission channel\r\n'
+              c.toUpperCase().startsWith(step)
+                ? '421 4.7.0 mx.test Service not available, closing transmission channel\r\n'
                 : null,
           },
-    expected: step === 'RSET' ? ['risky', 'low_deliverability'] : ['risky', 'unavailable_smtp'],
+    expected: ['risky', 'unavailable_smtp'],
   })),
   {
     name: 'a multi-line reply whose lines carry different codes is not a rejection',
@@ -629,7 +624,7 @@ describe('scripted servers: recipient limits', () => {
   }
 
   it('per session: 452 4.5.3 after two recipients on a connection', async () => {
-    let perConnection = new Map<number, number>();
+    const perConnection = new Map<number, number>();
     const server = await serve({
       on: (command, conversation) => {
         if (!command.startsWith('RCPT')) return null;
@@ -640,7 +635,6 @@ describe('scripted servers: recipient limits', () => {
     });
     const verdicts = await verify(server, ADDRESSES);
     expect(verdicts.map((v) => [v.state, v.reason])).toEqual(TRUTH);
-    perConnection = new Map();
   });
 });
 
@@ -696,6 +690,24 @@ describe('scripted servers: sessions that end after a few recipients', () => {
       expect([verdict.state, verdict.reason]).toEqual(['risky', 'no_connect']);
     }
     expect(server.connections()).toBe(1);
+  });
+});
+
+describe('scripted servers: 421 between transactions', () => {
+  it('421 to RSET after the catch-all probe: the address is asked in a new session', async () => {
+    const server = await serve({
+      on: (c) =>
+        c === 'RSET' ? '421 4.7.0 mx.test closing transmission channel\r\n' : annOnly()(c),
+    });
+    const [verdict] = await verify(server, ['ann@example.org'], {
+      smtp: { recipientsPerTransaction: 1 },
+    });
+    expect([verdict?.state, verdict?.reason, verdict?.catchAll]).toEqual([
+      'deliverable',
+      'accepted_email',
+      false,
+    ]);
+    expect(server.connections()).toBe(2);
   });
 });
 
