@@ -9,7 +9,7 @@ import type {
   SmtpProber,
 } from '../ports/smtp.js';
 import { literalAddress } from '../address/ip-literal.js';
-import { isSafeArgument } from '../smtp/commands.js';
+import { assertSmtpIdentity } from '../smtp/commands.js';
 import { ConnectionLimits, type SharedHostSlots } from '../smtp/connection-limits.js';
 import { MAX_REPLY_BYTES, ReplyReader, type SmtpReply } from '../smtp/reply.js';
 import {
@@ -130,14 +130,8 @@ function resolveOptions(options: NodeSmtpOptions): Resolved {
       `SMTP probes send MAIL FROM:<${mailFrom}>; set mailFrom to an address of a domain you own.`,
     );
   }
-  for (const [name, value] of [
-    ['heloName', heloName],
-    ['mailFrom', mailFrom],
-  ] as const) {
-    if (!isSafeArgument(value) || value.includes(' ') || value.includes('>')) {
-      throw new TypeError(`smtp ${name} must be a plain name without spaces or control characters`);
-    }
-  }
+  assertSmtpIdentity('heloName', heloName);
+  assertSmtpIdentity('mailFrom', mailFrom);
   return {
     heloName,
     mailFrom,

@@ -14,6 +14,7 @@ import { offlineDns } from '../dns/offline-dns.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { Dns, DnsHealth } from '../ports/dns.js';
 import type { Observer } from '../ports/observer.js';
+import { assertSmtpIdentity } from '../smtp/commands.js';
 import { parseProxyUrls } from '../smtp/proxy-url.js';
 import type { SmtpProber } from '../ports/smtp.js';
 import { optional } from '../optional.js';
@@ -149,8 +150,12 @@ export interface Engine {
  * verdict.state; // 'risky' (disposable)
  */
 export function createEngine(options: EngineOptions = {}): Engine {
-  // The prober is built on the first probe; a mistyped proxy must not wait until then.
-  if (options.smtpOptions?.proxies !== undefined) parseProxyUrls(options.smtpOptions.proxies);
+  // The prober is built on the first probe; a mistyped proxy, or a HELO name or sender that
+  // would smuggle a second command, must not wait until then.
+  const smtpOptions = options.smtpOptions;
+  if (smtpOptions?.proxies !== undefined) parseProxyUrls(smtpOptions.proxies);
+  if (smtpOptions?.heloName !== undefined) assertSmtpIdentity('heloName', smtpOptions.heloName);
+  if (smtpOptions?.mailFrom !== undefined) assertSmtpIdentity('mailFrom', smtpOptions.mailFrom);
   const clock = options.clock ?? systemClock;
   const { observer } = options;
   const dns = options.dns ?? (options.offline === true ? offlineDns() : defaultDns(options, clock));

@@ -27,6 +27,21 @@ export function isSafeArgument(value: string): boolean {
   return true;
 }
 
+/**
+ * Refuses a configured HELO name or MAIL FROM address that could not go on the wire as one
+ * argument: control characters (CR and LF above all), a space or a `>`.
+ */
+export function assertSmtpIdentity(option: 'heloName' | 'mailFrom', value: unknown): void {
+  if (
+    typeof value !== 'string' ||
+    !isSafeArgument(value) ||
+    value.includes(' ') ||
+    value.includes('>')
+  ) {
+    throw new TypeError(`smtp ${option} must be a plain name without spaces or control characters`);
+  }
+}
+
 export const ehlo = (name: string): string => encodeCommand(`EHLO ${name}`);
 export const helo = (name: string): string => encodeCommand(`HELO ${name}`);
 export const STARTTLS = encodeCommand('STARTTLS');

@@ -40,7 +40,11 @@ export function requireCallbackUrl(value: unknown, policy: CallbackPolicy): stri
     throw invalidRequest('callback_url', 'callback_url must not carry credentials');
   }
   if (!policy.allowPrivateNetworks) {
-    const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+    // `localhost.` is `localhost`, fully qualified: one trailing dot goes before comparing.
+    const host = url.hostname
+      .replace(/^\[(.*)\]$/, '$1')
+      .replace(/\.$/, '')
+      .toLowerCase();
     const privateIp = ipaddr.isValid(host) && !isPublicAddress(host);
     if (privateIp || host === 'localhost' || host.endsWith('.localhost')) {
       throw invalidRequest(
