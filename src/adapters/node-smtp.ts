@@ -66,7 +66,10 @@ export interface NodeSmtpOptions {
   readonly sharedHostSlots?: SharedHostSlots;
   readonly recipientsPerSession?: number;
   readonly recipientsPerTransaction?: number;
-  /** How many MX hosts one probe tries, in order, when a host cannot be reached or says 421. */
+  /**
+   * How many MX hosts one probe tries, in order, when a host cannot be reached, never greets
+   * or says 421.
+   */
   readonly maxHostsPerProbe?: number;
   /**
    * SOCKS5 proxies to probe through (`socks5://[user:pass@]host:port`), for machines whose
