@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { EngineOptions } from '../engine/engine.js';
 import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import { optional } from '../optional.js';
@@ -39,10 +40,13 @@ export function engineOptionsOf(flags: EngineFlags): EngineOptions {
   const port = integer(flags.smtpPort, '--smtp-port', 1, 65_535);
   const dnsTimeout = integer(flags.dnsTimeout, '--dns-timeout', 1, 600_000);
   const smtpTimeout = integer(flags.smtpTimeout, '--smtp-timeout', 1, 600_000);
-  const servers = flags.dnsServer;
+  const servers = flags.dnsServer?.map(checkedDnsServer);
   const smtpOptions = {
-    ...optional('heloName', flags.helo),
-    ...optional('mailFrom', flags.mailFrom),
+    ...optional('heloName', flags.helo === undefined ? undefined : plain(flags.helo, '--helo')),
+    ...optional(
+      'mailFrom',
+      flags.mailFrom === undefined ? undefined : plain(flags.mailFrom, '--mail-from'),
+    ),
     ...optional('port', port),
     ...optional('commandTimeoutMs', smtpTimeout),
     ...optional('proxies', flags.smtpProxy?.map(checkedProxy)),
@@ -68,6 +72,45 @@ export function callbackOptionsOf(flags: Pick<EngineFlags, 'allowPrivateNetworks
   return flags.allowPrivateNetworks === true
     ? { allowPrivateNetworks: true, allowHttpCallbacks: true }
     : {};
+}
+
+/**
+ * A name server as the resolver takes it: an IP, `ip:port` or `[ipv6]:port`. Checked here, or
+ * the resolver's own refusal would end the run as a failure (exit 4) rather than a usage error.
+ */
+function checkedDnsServer(server: string): string {
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(server);
+  const colons = server.split(':').length - 1;
+  const [ip, port] =
+    bracketed !== null
+      ? [bracketed[1] ?? '', bracketed[2]]
+      : colons === 1
+        ? (server.split(':') as [string, string])
+        : [server, undefined];
+  const family = isIP(ip);
+  const portNumber = port === undefined ? 53 : wholeNumber(port);
+  const portOk = portNumber >= 1 && portNumber <= 65_535;
+  if (family === 0 || (bracketed === null && colons === 1 && family !== 4) || !portOk) {
+    throw new UsageError(
+      `--dns-server must be an IP address, ip:port or [ipv6]:port, got ${JSON.stringify(server)}`,
+    );
+  }
+  return server;
+}
+
+/**
+ * A name for the SMTP greeting or the envelope sender: the prober refuses spaces, control
+ * characters (a CR LF would smuggle a command) and `>`, but only at the first probe, deep in a
+ * run. Refused here, before anything starts.
+ */
+function plain(value: string, flag: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what is refused
+  if (/[\u0000-\u0020\u007f>]/.test(value)) {
+    throw new UsageError(
+      `${flag} must be a plain name, without spaces, control characters or '>', got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
 }
 
 /** A proxy URL the prober will take; a bad one is a usage error naming it (password hidden). */

@@ -138,10 +138,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
           .choices(['ndjson', 'csv'])
           .default('ndjson'),
       )
-      .option('--csv', 'read the input as CSV (default for *.csv files)')
+      .option('--csv', 'read the input as CSV (default for *.csv files and with --column)')
       .option(
         '--column <name>',
-        'CSV: the column holding addresses (default: email, else the first)',
+        'CSV: the column holding addresses (default: the one headed email, e-mail or email address; else the only one)',
       )
       .option('--no-progress', 'no progress bar, even on a terminal'),
   ).action(async (file: string, flags: BatchFlags) => {

@@ -405,3 +405,30 @@ async function startAndStop(db: string): Promise<void> {
   child.kill('SIGTERM');
   expect(await exited).toBe(0);
 }
+
+describe('connection flags', () => {
+  it('a bad --dns-server, --helo or --mail-from is a usage error before anything runs', async () => {
+    for (const flags of [
+      ['--dns-server', 'bogus'],
+      ['--dns-server', '1.2.3.4:99999'],
+      ['--helo', 'mx.example.com\r\nQUIT'],
+      ['--helo', 'two words'],
+      ['--mail-from', 'probe@example.com>'],
+    ]) {
+      expectOneLineUsageError(
+        await cli(['verify', '--offline', ...flags, 'a@b.co']),
+        flags.join(' '),
+      );
+    }
+  });
+});
+
+describe('batch --column', () => {
+  it('reads the input as CSV whatever the file is called', async () => {
+    const file = join(dir, 'export.txt');
+    writeFileSync(file, 'name,Work Email\nAnn,ann@example.org\nBob,bob@example.org\n');
+    const run = await cli(['batch', '--offline', '--column', 'work email', file]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(inputs(run.stdout)).toEqual(['ann@example.org', 'bob@example.org']);
+  });
+});

@@ -41,8 +41,9 @@ export async function batchCommand(
   const format = formatOf(flags.output, io.stdout.isTTY === true);
   const concurrency = concurrencyOf(flags);
   const input = await openInput(source, io);
+  // --column names a CSV column: it means CSV whatever the file is called.
   const csv =
-    flags.csv === true || (flags.csv === undefined && source.toLowerCase().endsWith('.csv'));
+    flags.csv === true || flags.column !== undefined || source.toLowerCase().endsWith('.csv');
   const items = csv ? readCsvColumn(input.stream, flags.column) : readLines(input.stream);
   const engine = createEngine(engineOptionsOf(flags));
 
