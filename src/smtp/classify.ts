@@ -67,6 +67,9 @@ const ABOUT_US =
 const ABOUT_SENDER =
   /\bsender (?:address|domain|verif\w*|rejected|denied|not)\b|\benvelope (?:from|sender)\b|\bfrom domain\b|\bmail from\b|\breturn[- ]path\b/i;
 
+/** DESIGN 3.3: a text naming a sender at all is not about the recipient alone. */
+const SENDER_WORD = /\bsenders?\b/i;
+
 /** Said explicitly about our sender, so it outweighs an X.1.1 Postfix puts on it. */
 const SENDER_REJECTED = /sender address rejected|sender verif\w* failed/i;
 
@@ -186,6 +189,8 @@ const RCPT_PERMANENT: readonly Rule[] = [
   [text(ABOUT_US), 'blocked'],
   [text(ABOUT_SENDER), 'sender_refused'],
   [text(FULL), 'mailbox_full'],
+  // "No such user or sender": whose? Not certainly the mailbox's (DESIGN 3.3).
+  [text(SENDER_WORD), 'refused'],
   [text(DISABLED), 'disabled'],
   // Only the codes that mean "mailbox unavailable/not allowed/failed" name a missing mailbox.
   [both(isCode(550, 551, 553, 554), text(NO_SUCH_MAILBOX)), 'rejected'],

@@ -78,6 +78,9 @@ const RCPT_CASES: Array<[string, ReplyClass]> = [
   ],
   ['550-5.1.1 Recipient rejected\r\n550 5.1.8 Bad sender domain', 'sender_refused'],
   ['550-5.1.1 The email account does not exist.\r\n550 5.1.1 Try double-checking', 'rejected'],
+  // DESIGN 3.3: without a code, a text that speaks of a sender is not about the mailbox alone.
+  ['550 No such user or sender', 'refused'],
+  ['550 Unknown user (sender 203.0.113.9)', 'blocked'],
   ['421 4.7.0 Try again later, closing connection.', 'try_next_mx'],
   ['554 Transaction failed', 'refused'],
   ['550 Requested action not taken: mailbox unavailable', 'refused'],
