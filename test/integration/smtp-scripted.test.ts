@@ -693,6 +693,35 @@ describe('scripted servers: sessions that end after a few recipients', () => {
   });
 });
 
+describe('scripted servers: Outlook.com answering one recipient a connection', () => {
+  // AfterShip/email-verifier#72 and reacher#569: after the random address, Outlook.com's MX
+  // answers further RCPTs of the connection "4.5.3 Too many recipients (AS780090)".
+  it('the address after the catch-all probe is asked in a new session, never judged by the 452', async () => {
+    const seen = new Map<number, number>();
+    const server = await serve({
+      banner:
+        '220 AM4PEPF00027A5F.mail.protection.outlook.com Microsoft ESMTP MAIL Service ready\r\n',
+      on: (command, conversation) => {
+        if (!command.startsWith('RCPT')) return null;
+        const count = (seen.get(conversation.connection) ?? 0) + 1;
+        seen.set(conversation.connection, count);
+        if (count > 1) {
+          return '452 4.5.3 Too many recipients (AS780090) [SN1NAM02FT003.eop-nam02.prod.protection.outlook.com]\r\n';
+        }
+        return annOnly(
+          () => '550 5.5.0 Requested action not taken: mailbox unavailable (S2017062302)\r\n',
+        )(command);
+      },
+    });
+    const verdicts = await verify(server, ['ann@example.org', 'bob@example.org']);
+    expect(verdicts.map((v) => [v.state, v.reason])).toEqual([
+      ['deliverable', 'accepted_email'],
+      ['risky', 'unavailable_smtp'],
+    ]);
+    expect(verdicts[0]?.riskFactors).not.toContain('catch_all');
+  });
+});
+
 describe('scripted servers: 421 between transactions', () => {
   it('421 to RSET after the catch-all probe: the address is asked in a new session', async () => {
     const server = await serve({
