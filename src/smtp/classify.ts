@@ -237,10 +237,10 @@ function read(reply: SmtpReply): Reading {
   const code = reply.code;
   const words = typeof reply.text === 'string' ? reply.text : '';
   const klass = String(Math.floor(code / 100));
-  const parts =
-    aboutUs(reply, klass) ??
+  const first =
     (typeof reply.enhanced === 'string' ? ENHANCED.exec(reply.enhanced) : null) ??
     CODE_IN_TEXT.exec(words);
+  const parts = first !== null && isAboutUs(first) ? first : (aboutUs(reply, klass) ?? first);
   // RFC 3463 2: the class digit must agree with the reply code's.
   if (parts === null || parts[1] !== klass) return { code, subject: -1, detail: -1, text: words };
   return { code, subject: Number(parts[2]), detail: Number(parts[3]), text: words };
@@ -256,11 +256,16 @@ function aboutUs(reply: SmtpReply, klass: string): RegExpExecArray | null {
   let sender: RegExpExecArray | null = null;
   for (let i = 1; i < lines.length; i++) {
     const parts = LINE_CODE.exec((lines[i] as string).trimStart());
-    if (parts === null || parts[1] !== klass) continue;
+    if (parts === null || parts[1] !== klass || !isAboutUs(parts)) continue;
     if (parts[2] === '7') return parts;
-    if (parts[2] === '1' && (parts[3] === '7' || parts[3] === '8')) sender ??= parts;
+    sender ??= parts;
   }
   return sender;
+}
+
+/** X.7.x (policy) or X.1.7/X.1.8 (our sender). */
+function isAboutUs(parts: RegExpExecArray): boolean {
+  return parts[2] === '7' || (parts[2] === '1' && (parts[3] === '7' || parts[3] === '8'));
 }
 
 function judge(rules: readonly Rule[], reading: Reading): ReplyClass {

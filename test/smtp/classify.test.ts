@@ -77,6 +77,7 @@ const RCPT_CASES: Array<[string, ReplyClass]> = [
     'blocked',
   ],
   ['550-5.1.1 Recipient rejected\r\n550 5.1.8 Bad sender domain', 'sender_refused'],
+  ['550-5.7.1 Client host blocked\r\n550 5.1.8 Bad sender domain', 'blocked'],
   ['550-5.1.1 The email account does not exist.\r\n550 5.1.1 Try double-checking', 'rejected'],
   // DESIGN 3.3: without a code, a text that speaks of a sender is not about the mailbox alone.
   ['550 No such user or sender', 'refused'],
