@@ -145,7 +145,8 @@ export async function* readCsvColumn(
   input: Readable,
   column: string | undefined,
 ): AsyncGenerator<InputItem> {
-  const parser = Readable.from(utf8(input)).pipe(
+  const source = Readable.from(textOnly(utf8(input)));
+  const parser = source.pipe(
     parseCsv({
       bom: true,
       relax_column_count: true,
@@ -153,6 +154,8 @@ export async function* readCsvColumn(
       max_record_size: MAX_LINE_BYTES,
     }),
   );
+  // pipe() does not pass a failure on: the parser ends with it, and the loop below sees it.
+  source.once('error', (error) => parser.destroy(error));
   let index: number | undefined;
   let record = 0;
   try {
@@ -171,7 +174,19 @@ export async function* readCsvColumn(
     }
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    throw new UsageError(`record ${record + 1}: ${(error as Error).message}`);
+    // csv-parse says where (its line), then quotes the offending field whole: not that.
+    const message = (error as Error).message.replace(/, value is .*$/s, '');
+    throw new UsageError(`not a CSV file of addresses: ${message}`);
+  }
+}
+
+/** The bytes, stopped at the first NUL: binary data is refused before csv-parse quotes it. */
+async function* textOnly(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  for await (const chunk of chunks) {
+    if (chunk.includes(NUL)) {
+      throw new UsageError('a NUL byte: this is not a CSV file of addresses');
+    }
+    yield chunk;
   }
 }
 

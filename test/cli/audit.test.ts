@@ -432,3 +432,24 @@ describe('batch --column', () => {
     expect(inputs(run.stdout)).toEqual(['ann@example.org', 'bob@example.org']);
   });
 });
+
+describe('batch sources', () => {
+  it('reads a pipe given as a file (process substitution), and refuses a directory', async () => {
+    const run = await shell(`$MV batch --offline <(printf 'ann@example.org\\nbob@example.org\\n')`);
+    expect(run.code, run.stderr).toBe(0);
+    expect(inputs(run.stdout)).toEqual(['ann@example.org', 'bob@example.org']);
+    const directory = await cli(['batch', '--offline', dir]);
+    expectOneLineUsageError(directory, 'directory');
+    expect(directory.stderr).toMatch(/is a directory/);
+  });
+
+  it('binary garbage read as CSV is one short line, not the garbage quoted back', async () => {
+    const file = join(dir, 'garbage.csv');
+    const garbage = Buffer.alloc(20_000);
+    for (let i = 0; i < garbage.length; i++) garbage[i] = (i * 7919) % 256;
+    writeFileSync(file, Buffer.concat([Buffer.from('email,"x\n'), garbage]));
+    const run = await cli(['batch', '--offline', file]);
+    expectOneLineUsageError(run, 'garbage');
+    expect(run.stderr.length).toBeLessThan(200);
+  });
+});

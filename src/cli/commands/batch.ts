@@ -101,6 +101,12 @@ export async function batchCommand(
     outcome = exitCodeOf(reason.signal);
   } finally {
     stopOnInterrupt();
+    // The count was of lines; blank ones and a CSV header are no addresses: a run that read
+    // everything ends at 100 %.
+    if (outcome === EXIT.ok && bar !== undefined) {
+      bar.setTotal(summary.count);
+      bar.update(summary.count);
+    }
     bar?.stop();
     await flush(true);
   }
@@ -124,10 +130,13 @@ async function openInput(source: string, io: CliIo): Promise<{ stream: Readable;
   } catch (error) {
     throw new UsageError(`cannot read ${JSON.stringify(source)}: ${reasonOf(error)}`);
   }
-  if (!(await handle.stat()).isFile()) {
+  const info = await handle.stat();
+  if (info.isDirectory()) {
     await handle.close();
-    throw new UsageError(`${JSON.stringify(source)} is not a file`);
+    throw new UsageError(`${JSON.stringify(source)} is a directory, not a list`);
   }
+  // A pipe (`<(sort list.txt)`, /dev/stdin) is read like standard input: once, no total.
+  if (!info.isFile()) return { stream: handle.createReadStream() };
   const total = await countLines(source);
   return { stream: handle.createReadStream(), total };
 }
@@ -140,15 +149,21 @@ function reasonOf(error: unknown): string {
   return (error as Error).message;
 }
 
-/** Lines in a file, read once more by the bar's sake: cheap next to verifying them. */
+/**
+ * Lines in a file, read once more for the bar's sake: cheap next to verifying them. A file
+ * with lone CRs (classic Mac) counts those, as readLines does.
+ */
 async function countLines(path: string): Promise<number> {
-  let lines = 0;
+  let newlines = 0;
+  let crs = 0;
   let last = 0x0a;
   for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
-    for (let i = chunk.indexOf(0x0a); i >= 0; i = chunk.indexOf(0x0a, i + 1)) lines++;
+    for (let i = chunk.indexOf(0x0a); i >= 0; i = chunk.indexOf(0x0a, i + 1)) newlines++;
+    for (let i = chunk.indexOf(0x0d); i >= 0; i = chunk.indexOf(0x0d, i + 1)) crs++;
     last = chunk[chunk.length - 1] ?? last;
   }
-  return last === 0x0a ? lines : lines + 1;
+  const lines = newlines > 0 ? newlines : crs;
+  return last === 0x0a || last === 0x0d ? lines : lines + 1;
 }
 
 /** A bar with rate and ETA on a terminal's stderr; nothing when stderr is piped. */
