@@ -217,6 +217,9 @@ async function probeChunk(
 ): Promise<ProbeAnswer[]> {
   const answers: Array<ProbeAnswer | undefined> = recipients.map(() => undefined);
   let last: ProbeAnswer = { class: 'no_connect', reply: null, host: null };
+  // Addresses that took the connection and never greeted: another MX name for the same
+  // address (mx1 and mx2 are often one machine) would only make us wait again.
+  const silent = new Set<string>();
   for (const host of request.hosts.slice(0, options.maxHostsPerProbe)) {
     const open = answers.flatMap((answer, index) => (answer === undefined ? [index] : []));
     if (open.length === 0) break;
@@ -225,9 +228,11 @@ async function probeChunk(
       last = { class: 'no_connect', reply: null, host };
       continue;
     }
+    if (silent.has(target)) continue;
     const failure = await askHost(open, target, host);
     if (failure === undefined) continue;
     last = { class: failureClass(failure.class), reply: failure.reply, host };
+    if (failure.class === 'timeout' && !failure.greeted) silent.add(target);
     if (!triesNextHost(failure.class, failure.greeted)) break;
   }
   return answers.map((answer) => answer ?? last);

@@ -569,7 +569,6 @@ describe('scripted servers: several MX hosts', () => {
     ['greets with 421', { banner: '421 4.3.2 Service not active\r\n' }],
     ['greets with 450', { banner: '450 4.3.2 Too busy\r\n' }],
     ['closes before greeting', { banner: '', dropAtConnect: true }],
-    ['never greets (tarpit)', { banner: undefined }],
     ['drops the connection at RCPT', { on: (c: string) => (c.startsWith('RCPT') ? 'drop' : null) }],
     ['421 at EHLO', { on: (c: string) => (c.startsWith('EHLO') ? '421 4.7.0 busy\r\n' : null) }],
   ] as const) {
@@ -635,6 +634,32 @@ describe('scripted servers: recipient limits', () => {
     });
     const verdicts = await verify(server, ADDRESSES);
     expect(verdicts.map((v) => [v.state, v.reason])).toEqual(TRUTH);
+  });
+});
+
+describe('scripted servers: a tarpit MX', () => {
+  it('MX1 takes the connection and never greets, MX2 (another address) answers', async () => {
+    const tarpit = await serve({ banner: undefined });
+    const works = await serve({ on: annOnly() }, '::1', tarpit.port);
+    const verdicts = await verify(tarpit, ['ann@example.org', 'bob@example.org'], {
+      hosts: { 'mx1.example.org': ['127.0.0.1'], 'mx2.example.org': ['::1'] },
+    });
+    expect(verdicts.map((v) => [v.state, v.reason])).toEqual([
+      ['deliverable', 'accepted_email'],
+      ['undeliverable', 'rejected_email'],
+    ]);
+    expect([tarpit.connections(), works.connections()]).toEqual([1, 1]);
+    for (let i = 0; i < 50 && works.open() > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(works.open(), 'no socket is left open').toBe(0);
+  });
+
+  it('MX names that share the tarpit address are not waited for again', async () => {
+    const tarpit = await serve({ banner: undefined });
+    const [verdict] = await verify(tarpit, ['ann@example.org'], {
+      hosts: { 'mx1.example.org': ['127.0.0.1'], 'mx2.example.org': ['127.0.0.1'] },
+    });
+    expect([verdict?.state, verdict?.reason]).toEqual(['risky', 'timeout']);
+    expect(tarpit.connections()).toBe(1);
   });
 });
 
