@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseCsv } from 'csv-parse/sync';
+import { PassThrough, Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CliIo } from '../../src/cli/io.js';
+import { main } from '../../src/cli/main.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
 
 /**
@@ -451,5 +454,30 @@ describe('batch sources', () => {
     const run = await cli(['batch', '--offline', file]);
     expectOneLineUsageError(run, 'garbage');
     expect(run.stderr.length).toBeLessThan(200);
+  });
+});
+
+describe('progress bar', () => {
+  /** In-process, for what needs a terminal: streams that say they are one. */
+  async function onTerminals(stdoutIsTty: boolean) {
+    const stdout = Object.assign(new PassThrough(), { isTTY: stdoutIsTty });
+    const stderr = Object.assign(new PassThrough(), { isTTY: true, columns: 80 });
+    let err = '';
+    stdout.resume();
+    stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    const io: CliIo = {
+      stdout,
+      stderr,
+      stdin: Readable.from([Buffer.from('ann@example.org\nbob@example.org\n')]),
+      onInterrupt: () => () => {},
+    };
+    expect(await main(['batch', '--offline', '-'], io)).toBe(0);
+    return err;
+  }
+
+  it('is drawn on stderr when the records go elsewhere, never over records on the terminal', async () => {
+    expect(await onTerminals(false)).toMatch(/verified \| \d+\/s/);
+    // eslint-disable-next-line no-control-regex -- the bar's cursor controls
+    expect(await onTerminals(true)).not.toMatch(/\u001b|verified \|/);
   });
 });

@@ -166,9 +166,13 @@ async function countLines(path: string): Promise<number> {
   return last === 0x0a || last === 0x0d ? lines : lines + 1;
 }
 
-/** A bar with rate and ETA on a terminal's stderr; nothing when stderr is piped. */
+/**
+ * A bar with rate and ETA on a terminal's stderr; nothing when stderr is piped, nor when the
+ * records themselves go to the terminal (the bar would redraw over them: curl's rule for its
+ * progress meter).
+ */
 function progressBar(io: CliIo, wanted: boolean, total: number | undefined): SingleBar | undefined {
-  if (!wanted || io.stderr.isTTY !== true) return undefined;
+  if (!wanted || io.stderr.isTTY !== true || io.stdout.isTTY === true) return undefined;
   const bar = new SingleBar({
     stream: io.stderr as NodeJS.WritableStream,
     format:
