@@ -181,6 +181,15 @@ describe('ProbeSession', () => {
     expect(blocked.failure).toBe('blocked');
   });
 
+  it('tells a server that never greeted (a tarpit) from one that did', () => {
+    const tarpit = new ProbeSession(plan());
+    tarpit.onError('timeout');
+    expect([tarpit.failure, tarpit.greeted]).toEqual(['timeout', false]);
+    const greeted = new ProbeSession(plan());
+    converse(greeted, server(EHLO_PLAIN));
+    expect(greeted.greeted).toBe(true);
+  });
+
   it('ends a session that talks out of turn or fails, and ignores anything after the end', () => {
     const session = new ProbeSession(plan());
     session.onError('timeout');
