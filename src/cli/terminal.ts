@@ -3,10 +3,12 @@
  * the C1 controls that move the cursor or rewrite the screen, and bidi overrides that make a
  * line read differently from what it holds. Each such character is shown as a `\u` escape.
  */
-// C0 and C1 controls, DEL, the line/paragraph separators, and the bidi embeddings, overrides
-// and isolates (Trojan Source).
-// eslint-disable-next-line no-control-regex -- finding control characters is the point
-const UNSAFE_FOR_TERMINAL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+// C0 and C1 controls, DEL, the line/paragraph separators, the bidi embeddings, overrides and
+// isolates (Trojan Source) and marks (ALM, LRM, RLM), and the invisible ones (zero-width
+// space, joiners, word joiner, BOM) that make two different addresses print alike.
+const UNSAFE_FOR_TERMINAL =
+  // eslint-disable-next-line no-control-regex -- finding them is the point
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
 
 export function escapeForTerminal(text: string): string {
   return text.replace(UNSAFE_FOR_TERMINAL, escapeChar);

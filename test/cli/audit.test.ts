@@ -481,3 +481,19 @@ describe('progress bar', () => {
     expect(await onTerminals(true)).not.toMatch(/\u001b|verified \|/);
   });
 });
+
+describe('terminal safety', () => {
+  it('invisible characters (zero-width space, RLM, BOM) are shown, not hidden', async () => {
+    const run = await cli([
+      'verify',
+      '--offline',
+      'a\u200bb@x.org',
+      'ann\u200f@x.org',
+      'c\ufeff@x.org',
+    ]);
+    expect(run.stdout).toContain('a\\u200bb@x.org');
+    expect(run.stdout).toContain('ann\\u200f@x.org');
+    expect(run.stdout).toContain('c\\ufeff@x.org');
+    expect(run.stdout).not.toMatch(/[\u200b\u200f\ufeff]/);
+  });
+});
