@@ -497,3 +497,26 @@ describe('terminal safety', () => {
     expect(run.stdout).not.toMatch(/[\u200b\u200f\ufeff]/);
   });
 });
+
+describe('warnings', () => {
+  it('are one line in the CLI’s name, not Node’s "(node:1234) ..." and its hint', async () => {
+    // A resolver that says every name is NXDOMAIN, gmail.com included: the canary warns.
+    const liar = await startDnsServer({});
+    try {
+      const run = await cli([
+        'verify',
+        '--method',
+        'quick',
+        '--dns-server',
+        liar.address,
+        'ann@example.org',
+      ]);
+      expect(run.code).toBe(0);
+      expect(run.stderr).toMatch(/^mailverdict: warning: The DNS resolver says/);
+      expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(run.stderr).not.toMatch(/\(node:\d+\)|--trace-warnings/);
+    } finally {
+      await liar.close();
+    }
+  });
+});
