@@ -27,10 +27,21 @@ export function safeJson(value: unknown): string {
   return JSON.stringify(value).replace(UNSAFE_FOR_TERMINAL, escapeChar);
 }
 
+/**
+ * A cell longer than this does not widen its column: one 5,000-character input runs past its
+ * column on its own row instead of pushing every other row 5,000 spaces to the right.
+ */
+const MAX_COLUMN_WIDTH = 80;
+
 /** Rows of cells as aligned columns; the last column is not padded. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
   const cells = [header, ...rows].map((row) => row.map(escapeForTerminal));
-  const widths = header.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
+  const widths = header.map((_, i) =>
+    Math.max(
+      0,
+      ...cells.map((row) => (row[i] ?? '').length).filter((length) => length <= MAX_COLUMN_WIDTH),
+    ),
+  );
   return cells.map((row) =>
     row
       .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] as number)))

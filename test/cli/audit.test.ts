@@ -520,3 +520,16 @@ describe('warnings', () => {
     }
   });
 });
+
+describe('verify table', () => {
+  it('shows a very long input whole and escaped without padding every other row to it', async () => {
+    const long = `${'a'.repeat(3000)}\u001b[2J@x.org`;
+    const run = await cli(['verify', '--offline', long, 'ann@example.org']);
+    expect(run.code).toBe(0);
+    const [header, first, second] = run.stdout.split('\n');
+    expect(first).toContain(`${'a'.repeat(3000)}\\u001b[2J@x.org`);
+    expect(header?.length).toBeLessThan(200);
+    expect(second).toMatch(/^ann@example\.org\s+deliverable/);
+    expect(second?.length).toBeLessThan(200);
+  });
+});
