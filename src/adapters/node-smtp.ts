@@ -231,7 +231,7 @@ async function probeChunk(
     if (silent.has(target)) continue;
     const failure = await askHost(open, target, host);
     if (failure === undefined) continue;
-    last = { class: failureClass(failure.class), reply: failure.reply, host };
+    last = { class: failureClass(failure.class), reply: recorded(failure.reply), host };
     if (failure.class === 'timeout' && !failure.greeted) silent.add(target);
     if (!triesNextHost(failure.class, failure.greeted)) break;
   }
@@ -266,7 +266,7 @@ async function probeChunk(
       session.answers.forEach((answer, position) => {
         const index = asking[position] as number;
         if (answer === undefined) return void unanswered.push(index);
-        answers[index] = { ...answer, host };
+        answers[index] = { class: answer.class, reply: recorded(answer.reply), host };
         if (answer.class === 'too_many_recipients') putOff.push(index);
       });
       const left = [...putOff, ...unanswered];
@@ -350,6 +350,11 @@ async function sessionOnHost(
 function triesNextHost(failure: SessionFailure, greeted: boolean): boolean {
   if (failure === 'timeout') return !greeted;
   return failure === 'try_next_mx' || failure === 'closed' || failure === 'no_connect';
+}
+
+/** A reply as the port records it: code, enhanced code and text, not the raw lines. */
+function recorded(reply: SmtpReply | null): ProbeAnswer['reply'] {
+  return reply === null ? null : { code: reply.code, enhanced: reply.enhanced, text: reply.text };
 }
 
 /** The server ended a session it had been answering: it may answer the rest in a new one. */

@@ -2,7 +2,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../../src/engine/engine.js';
 import type { Verdict } from '../../src/engine/verdict.js';
-import type { NodeSmtpOptions } from '../../src/adapters/node-smtp.js';
+import { createNodeSmtp, type NodeSmtpOptions } from '../../src/adapters/node-smtp.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 
 /**
@@ -855,5 +855,62 @@ describe('scripted servers: greylisting', () => {
     ]);
     const missing = await verifyRetrying(server, 'bob@example.org');
     expect([missing.state, missing.reason]).toEqual(['undeliverable', 'rejected_email']);
+  });
+});
+
+describe('scripted servers: the reply recorded', () => {
+  it('each answer records the reply as the port describes it: code, enhanced code, text, host', async () => {
+    const server = await serve({
+      on: annOnly(
+        () =>
+          '550-5.1.1 The email account that you tried to reach does not exist. Please try\r\n' +
+          "550 5.1.1 double-checking the recipient's email address - gsmtp\r\n",
+      ),
+    });
+    const prober = createNodeSmtp({ ...SMTP_OPTIONS, port: server.port });
+    const report = await prober.probe({
+      domain: 'example.org',
+      hosts: ['mx.example.org', '127.0.0.1'],
+      recipients: [
+        { address: 'ann@example.org', smtpUtf8: false },
+        { address: 'bob@example.org', smtpUtf8: false },
+      ],
+    });
+    expect(report.recipients).toEqual([
+      {
+        class: 'accepted',
+        reply: { code: 250, enhanced: '2.1.5', text: 'Ok' },
+        host: '127.0.0.1',
+      },
+      {
+        class: 'rejected',
+        reply: {
+          code: 550,
+          enhanced: '5.1.1',
+          text: "The email account that you tried to reach does not exist. Please try double-checking the recipient's email address - gsmtp",
+        },
+        host: '127.0.0.1',
+      },
+    ]);
+  });
+
+  it('a refused MAIL FROM is recorded for every recipient of the session', async () => {
+    const server = await serve({
+      on: (c) =>
+        c.startsWith('MAIL') ? '553 5.1.7 The sender address is not a valid address.\r\n' : null,
+    });
+    const prober = createNodeSmtp({ ...SMTP_OPTIONS, port: server.port });
+    const report = await prober.probe({
+      domain: 'example.org',
+      hosts: ['127.0.0.1'],
+      recipients: [{ address: 'ann@example.org', smtpUtf8: false }],
+    });
+    expect(report.recipients).toEqual([
+      {
+        class: 'sender_refused',
+        reply: { code: 553, enhanced: '5.1.7', text: 'The sender address is not a valid address.' },
+        host: '127.0.0.1',
+      },
+    ]);
   });
 });
