@@ -206,12 +206,25 @@ class NodeRequest implements HandlerRequest {
 
 function urlOf(incoming: IncomingMessage): string {
   const path = incoming.url ?? '/';
-  if (!path.startsWith('/')) throw new TypeError('absolute-form request target');
+  if (!path.startsWith('/')) return absoluteUrl(path);
   const host = incoming.headers.host;
   const url = `http://${host === undefined || host === '' ? 'localhost' : host}${path}`;
   // Throws on a Host that is no host, before any handler sees it.
   if (!URL.canParse(url)) throw new TypeError('malformed Host');
   return url;
+}
+
+/**
+ * RFC 9112 3.2.2: a server must accept a request target in absolute form
+ * (`GET http://host/v1/account`), and its authority stands in for Host. `*` (OPTIONS of the
+ * server) and the authority form (CONNECT) name no resource of ours.
+ */
+function absoluteUrl(target: string): string {
+  const url = URL.canParse(target) ? new URL(target) : undefined;
+  if (url === undefined || !['http:', 'https:'].includes(url.protocol) || url.host === '') {
+    throw new TypeError('request target in neither origin nor absolute form');
+  }
+  return `http://${url.host}${url.pathname}${url.search}`;
 }
 
 function headersOf(incoming: IncomingMessage): Headers {

@@ -66,6 +66,15 @@ describe('/v1 API audit over loopback HTTP', () => {
     });
   }
 
+  it('takes a request target in absolute form (RFC 9112 3.2.2)', async () => {
+    const answer = await exchange(
+      `GET http://127.0.0.1:${server.server.port}/v1/account HTTP/1.1\r\n` +
+        `Host: 127.0.0.1\r\nAuthorization: Bearer ${secret}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toContain('"plan":"enterprise"');
+  });
+
   it('answers a request target that is no URL with the envelope', async () => {
     const answer = await exchange(
       `OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
