@@ -91,15 +91,17 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
       await server.close();
       throw error;
     }
-    line(io.stderr, `Listening on ${server.url} (Ctrl-C to stop).`);
-    await new Promise<void>((resolve) => {
-      // Ctrl-C and SIGTERM alike.
+    // Ctrl-C and SIGTERM alike, and caught before "Listening" is said: until Node has a
+    // listener, a SIGTERM sent by whoever waits for that line would kill us, not stop us.
+    const stopped = new Promise<void>((resolve) => {
       const stop = io.onInterrupt(() => resolve());
       server.server.once('close', () => {
         stop();
         resolve();
       });
     });
+    line(io.stderr, `Listening on ${server.url} (Ctrl-C to stop).`);
+    await stopped;
     line(
       io.stderr,
       'Stopping: finishing requests in flight; running batch jobs resume on the next start.',

@@ -70,12 +70,13 @@ export async function workerCommand(flags: WorkerFlags, io: CliIo): Promise<Exit
     const { resumed } = await service.start();
     if (port !== undefined) server = await serveOperations(service, port, flags.host, metrics);
     const where = server === undefined ? '' : `; health and metrics on ${urlOf(server)}`;
+    // Ctrl-C and SIGTERM alike, caught before the line that says we run (see serve).
+    const stopped = new Promise<void>((resolve) => io.onInterrupt(() => resolve()));
     line(
       io.stderr,
       `Worker on ${storeName({ db: '', redis })}: taking batch chunks (${resumed} jobs processing)${where}. Ctrl-C to stop.`,
     );
-    // Ctrl-C and SIGTERM alike.
-    await new Promise<void>((resolve) => io.onInterrupt(() => resolve()));
+    await stopped;
     line(
       io.stderr,
       'Stopping: what was verified is stored; unfinished chunks go to other workers.',
