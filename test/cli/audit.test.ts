@@ -388,6 +388,43 @@ describe('admin commands', () => {
   });
 });
 
+describe('admin --json', () => {
+  it('prints the API’s wire shapes: snake_case, ISO 8601 times', async () => {
+    const db = join(dir, 'wire.db');
+    await startAndStop(db);
+    const added = await cli([
+      'filters',
+      'add',
+      'spam.example',
+      '--type',
+      'domain',
+      '--action',
+      'block',
+      '--db',
+      db,
+    ]);
+    expect(JSON.parse(added.stdout)).toEqual({
+      id: expect.stringMatching(/^flt_/) as unknown,
+      filter_type: 'domain',
+      value: 'spam.example',
+      action: 'block',
+      reason: null,
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown,
+    });
+    const page = await cli(['filters', 'list', '--json', '--db', db]);
+    expect(JSON.parse(page.stdout)).toMatchObject({ total: 1, page: 1, per_page: 25 });
+    const keys = await cli(['keys', 'list', '--json', '--db', db]);
+    const key = JSON.parse(keys.stdout.split('\n')[0] as string) as Record<string, unknown>;
+    expect(key).toMatchObject({
+      kind: 'private',
+      name: 'first key',
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown,
+      revoked_at: null,
+    });
+    expect(Object.keys(key).filter((name) => /[A-Z]/.test(name))).toEqual([]);
+  });
+});
+
 /** Starts serve on a fresh file (creating its account), then stops it with SIGTERM. */
 async function startAndStop(db: string): Promise<void> {
   let resolveListening: () => void = () => {};

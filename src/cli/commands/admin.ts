@@ -1,3 +1,4 @@
+import { filterWire } from '../../http/filters-route.js';
 import type { FilterAction, FilterType } from '../../ports/store.js';
 import type { KeyInfo } from '../../service/auth.js';
 import { wholeNumber } from '../engine-options.js';
@@ -29,9 +30,27 @@ function keyRow(key: KeyInfo): string[] {
   ];
 }
 
+const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A key as --json prints it: snake_case and ISO 8601 times, as the API's wire objects are. */
+function keyWire(key: KeyInfo): Record<string, unknown> {
+  return {
+    id: key.id,
+    kind: key.kind,
+    display_prefix: key.displayPrefix,
+    last_four: key.lastFour,
+    name: key.name,
+    allowed_ips: key.allowedIps,
+    trusted_domains: key.trustedDomains,
+    created_at: isoOrNull(key.createdAt),
+    revoked_at: isoOrNull(key.revokedAt),
+    expires_at: isoOrNull(key.expiresAt),
+  };
+}
+
 function printKeys(io: CliIo, keys: readonly KeyInfo[], json: boolean | undefined): void {
   if (json === true) {
-    for (const key of keys) line(io.stdout, safeJson(key));
+    for (const key of keys) line(io.stdout, safeJson(keyWire(key)));
     return;
   }
   for (const text of table(['ID', 'KIND', 'KEY', 'NAME', 'STATE', 'CREATED'], keys.map(keyRow))) {
@@ -162,7 +181,8 @@ export async function filtersAdd(
         ...(flags.reason === undefined ? {} : { reason: flags.reason }),
       },
     );
-    line(io.stdout, safeJson(filter));
+    // The filter as POST /v1/filters answers it: a script reads one shape from both.
+    line(io.stdout, safeJson(filterWire(filter)));
     return EXIT.ok;
   });
 }
@@ -187,7 +207,14 @@ export async function filtersList(flags: FilterListFlags, io: CliIo): Promise<Ex
       },
     );
     if (flags.json === true) {
-      line(io.stdout, safeJson(list));
+      // GET /v1/filters's shape: {filters, total, page, per_page}.
+      const page = {
+        filters: list.filters.map(filterWire),
+        total: list.total,
+        page: list.page,
+        per_page: list.perPage,
+      };
+      line(io.stdout, safeJson(page));
       return EXIT.ok;
     }
     const rows = list.filters.map((f) => [f.id, f.type, f.value, f.action, f.reason ?? '']);
