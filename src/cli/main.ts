@@ -295,6 +295,10 @@ function usageLine(text: string): string {
   const [first = '', ...rest] = text.trim().split('\n');
   const hints = [
     ...rest.map((hint) => hint.replace(/^\((.*)\)$/, '$1').replace(/^Did/, 'did')),
+    // `-foo@x.org` is a valid address, which commander takes for an option (ripgrep's tip).
+    ...(/^error: unknown option '-[^']*@/.test(first)
+      ? ['to verify an address that starts with -, put -- before it']
+      : []),
     'mailverdict --help for usage',
   ];
   return `mailverdict: ${escapeForTerminal(first.replace(/^error: /, ''))} (${escapeForTerminal(hints.join('; '))})`;

@@ -119,6 +119,15 @@ describe('usage and help', () => {
     }
   });
 
+  it('an address that starts with - gets a hint to put -- before it, and -- works', async () => {
+    const refused = await cli(['verify', '--offline', '-foo@example.org']);
+    expectOneLineUsageError(refused, '-foo@example.org');
+    expect(refused.stderr).toMatch(/put -- before it/);
+    const verified = await cli(['verify', '--offline', '--', '-foo@example.org']);
+    expect(verified.code).toBe(0);
+    expect(verified.stdout).toMatch(/^-foo@example\.org\s+deliverable/m);
+  });
+
   it('an option or command name from the input is escaped on stderr', async () => {
     const run = await cli(['verify', '--\u001b[2J\u202e', 'a@b.co']);
     expectOneLineUsageError(run, 'escaped');
