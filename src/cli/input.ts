@@ -145,10 +145,12 @@ export async function* readCsvColumn(
   input: Readable,
   column: string | undefined,
 ): AsyncGenerator<InputItem> {
-  const source = Readable.from(textOnly(utf8(input)));
+  const { delimiter, chunks } = await sniffDelimiter(textOnly(utf8(input)));
+  const source = Readable.from(chunks);
   const parser = source.pipe(
     parseCsv({
       bom: true,
+      delimiter,
       relax_column_count: true,
       skip_empty_lines: true,
       max_record_size: MAX_LINE_BYTES,
@@ -188,6 +190,45 @@ async function* textOnly(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> 
     }
     yield chunk;
   }
+}
+
+/** The separators spreadsheets write: `,`, and `;` where the decimal mark is a comma, and tab. */
+const DELIMITERS = [',', ';', '\t'] as const;
+
+/**
+ * The file's separator, read from its first line (outside quotes): the one it holds most of,
+ * a comma when none. Excel writes `;` in much of Europe; TSV exports use tabs. Only the first
+ * line is held back for this; the chunks come out whole, in order.
+ */
+async function sniffDelimiter(
+  input: AsyncIterable<Buffer>,
+): Promise<{ delimiter: string; chunks: AsyncIterable<Buffer> }> {
+  const iterator = input[Symbol.asyncIterator]();
+  const head: Buffer[] = [];
+  let text = '';
+  while (!/[\r\n]/.test(text) && text.length <= MAX_LINE_BYTES) {
+    const next = await iterator.next();
+    if (next.done === true) break;
+    head.push(next.value);
+    text += next.value.toString('utf8');
+  }
+  const counts = new Map<string, number>(DELIMITERS.map((d) => [d, 0]));
+  let quoted = false;
+  for (const char of text) {
+    if (char === '"') quoted = !quoted;
+    else if (!quoted && (char === '\n' || char === '\r')) break;
+    else if (!quoted && counts.has(char)) counts.set(char, (counts.get(char) ?? 0) + 1);
+  }
+  const [delimiter] = [...counts].reduce((best, entry) => (entry[1] > best[1] ? entry : best));
+  async function* chunks(): AsyncGenerator<Buffer> {
+    yield* head;
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done === true) return;
+      yield next.value;
+    }
+  }
+  return { delimiter, chunks: chunks() };
 }
 
 /** Header names that mean "the address", compared without case, spaces or punctuation. */

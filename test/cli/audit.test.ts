@@ -233,6 +233,22 @@ describe('batch input', () => {
     );
   });
 
+  it('reads the separator a spreadsheet wrote: semicolons (Excel in Europe) and tabs', async () => {
+    await expectTwo(
+      'semicolons.csv',
+      Buffer.from('Name;E-Mail\n"Doe; Ann";ann@example.org\nBob;bob@example.org\n'),
+    );
+    await expectTwo(
+      'tabs.csv',
+      Buffer.from('name\temail\nAnn\tann@example.org\nBob\tbob@example.org\n'),
+    );
+    // A comma file whose fields hold semicolons stays a comma file.
+    await expectTwo(
+      'commas.csv',
+      Buffer.from('name,email\n"a;b;c",ann@example.org\nd,bob@example.org\n'),
+    );
+  });
+
   it('refuses a CSV with no email column instead of verifying another one', async () => {
     const file = join(dir, 'phones.csv');
     writeFileSync(file, 'name,phone\nAnn,555-0100\n');
