@@ -1,6 +1,6 @@
 import { describeCharacter, partFailure as fail, type PartFailure } from './errors.js';
 import { toIdnaDomain } from './idna.js';
-import { isIpv6Literal, parseIpv4 } from './ip-literal.js';
+import { canonicalIpv6, parseIpv4 } from './ip-literal.js';
 import { MAX_DOMAIN_OCTETS, MAX_LABEL_OCTETS } from './limits.js';
 import { boundedMemo } from './memo.js';
 
@@ -227,8 +227,8 @@ function parseDomainLiteral(raw: string, rules: DomainRules): ParsedDomain | Par
   const body = raw.slice(1, -1);
   let canonical: string | undefined;
   if (body.length > 5 && body.slice(0, 5).toLowerCase() === 'ipv6:') {
-    const address = body.slice(5);
-    canonical = isIpv6Literal(address) ? `IPv6:${address.toLowerCase()}` : undefined;
+    const address = canonicalIpv6(body.slice(5));
+    canonical = address === undefined ? undefined : `IPv6:${address}`;
   } else {
     canonical = parseIpv4(body);
   }

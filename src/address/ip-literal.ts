@@ -44,32 +44,74 @@ function isHexGroup(group: string): boolean {
 }
 
 /**
- * Whether `text` (after the `IPv6:` tag) is an IPv6 address literal in RFC 5321's forms:
+ * The RFC 5952 text of an IPv6 address literal (after the `IPv6:` tag) in RFC 5321's forms:
  * IPv6-full (8 groups), IPv6-comp (at most 6 groups around one `::`), and their IPv4-tailed
- * variants (6 groups, or at most 4 around `::`).
+ * variants (6 groups, or at most 4 around `::`). Undefined when `text` is none of them.
+ *
+ * RFC 5952 4: lowercase hex without leading zeros, the longest run of two or more zero
+ * groups (the first of equal runs) written `::`; 5: an IPv4 tail stays dotted. So
+ * `0000:...:0001` and `::1` are one address, as python-email-validator normalizes it.
  */
-export function isIpv6Literal(text: string): boolean {
+export function canonicalIpv6(text: string): string | undefined {
   let body = text;
   let maxGroups = 8;
+  let ipv4: string | undefined;
   const lastColon = body.lastIndexOf(':');
   if (lastColon >= 0 && body.indexOf('.', lastColon) > lastColon) {
-    if (parseIpv4(body.slice(lastColon + 1)) === undefined) return false;
+    ipv4 = parseIpv4(body.slice(lastColon + 1));
+    if (ipv4 === undefined) return undefined;
     // Keep the colon(s) before the IPv4 part: "::1.2.3.4" leaves "::" and "a::1.2.3.4" "a::".
     const prefix = body.slice(0, lastColon + 1);
     body = prefix.endsWith('::') ? prefix : prefix.slice(0, -1);
     maxGroups = 6;
   }
+  let groups: string[];
   const doubleColon = body.indexOf('::');
   if (doubleColon < 0) {
-    const groups = body.split(':');
-    return groups.length === maxGroups && groups.every(isHexGroup);
+    groups = body.split(':');
+    if (groups.length !== maxGroups || !groups.every(isHexGroup)) return undefined;
+  } else {
+    if (body.indexOf('::', doubleColon + 1) >= 0) return undefined;
+    const head = body.slice(0, doubleColon);
+    const tail = body.slice(doubleColon + 2);
+    const headGroups = head === '' ? [] : head.split(':');
+    const tailGroups = tail === '' ? [] : tail.split(':');
+    if (!headGroups.every(isHexGroup) || !tailGroups.every(isHexGroup)) return undefined;
+    // "::" stands for at least two groups of zeros, so at most maxGroups - 2 are written.
+    const zeros = maxGroups - headGroups.length - tailGroups.length;
+    if (zeros < 2) return undefined;
+    groups = [...headGroups, ...new Array<string>(zeros).fill('0'), ...tailGroups];
   }
-  if (body.indexOf('::', doubleColon + 1) >= 0) return false;
-  const head = body.slice(0, doubleColon);
-  const tail = body.slice(doubleColon + 2);
-  const headGroups = head === '' ? [] : head.split(':');
-  const tailGroups = tail === '' ? [] : tail.split(':');
-  if (!headGroups.every(isHexGroup) || !tailGroups.every(isHexGroup)) return false;
-  // "::" stands for at least two groups of zeros, so at most maxGroups - 2 are written.
-  return headGroups.length + tailGroups.length <= maxGroups - 2;
+  const values = groups.map((group) => parseInt(group, 16).toString(16));
+  // The longest run of zero groups, two or more long; the first one on a tie.
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let i = 0; i < values.length;) {
+    if (values[i] !== '0') {
+      i++;
+      continue;
+    }
+    let end = i;
+    while (end < values.length && values[end] === '0') end++;
+    if (end - i > bestLength) {
+      bestStart = i;
+      bestLength = end - i;
+    }
+    i = end;
+  }
+  const join = (part: string[]) => part.join(':');
+  let hex: string;
+  if (bestStart < 0) hex = join(values);
+  else {
+    const head = join(values.slice(0, bestStart));
+    const tail = join(values.slice(bestStart + bestLength));
+    hex = `${head}::${tail}`;
+  }
+  if (ipv4 === undefined) return hex;
+  return hex.endsWith(':') ? `${hex}${ipv4}` : `${hex}:${ipv4}`;
+}
+
+/** Whether `text` (after the `IPv6:` tag) is an IPv6 address literal (see canonicalIpv6). */
+export function isIpv6Literal(text: string): boolean {
+  return canonicalIpv6(text) !== undefined;
 }

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { parseAddress } from '../../src/address/parse.js';
+
+const rfc = { profile: 'rfc' } as const;
+
+function domainOf(input: string, options = rfc): string {
+  const parsed = parseAddress(input, options);
+  if (!parsed.ok) throw new Error(`${input}: ${parsed.code}`);
+  return parsed.domain;
+}
+
+describe('audit: IPv6 address literals normalize to RFC 5952 text', () => {
+  // python-email-validator's test_domain_literal: [IPv6:0000:...:0001] normalizes to
+  // [IPv6:::1]. RFC 5952 4: no leading zeros, the longest run of two or more zero groups as
+  // "::" (the first on a tie), lowercase hex; RFC 5952 5 keeps an IPv4 tail dotted.
+  it.each([
+    ['me@[IPv6:0000:0000:0000:0000:0000:0000:0000:0001]', '[IPv6:::1]'],
+    ['me@[IPv6:::1]', '[IPv6:::1]'],
+    ['me@[ipv6:2001:DB8::1]', '[IPv6:2001:db8::1]'],
+    ['me@[IPv6:2001:0db8:0000:0000:0000:0000:0000:0001]', '[IPv6:2001:db8::1]'],
+    ['me@[IPv6:2001:db8:0:0:1:0:0:1]', '[IPv6:2001:db8::1:0:0:1]'],
+    ['me@[IPv6:2001:0:0:1:0:0:0:1]', '[IPv6:2001:0:0:1::1]'],
+    ['me@[IPv6:2001:db8:0:1:1:1:1:1]', '[IPv6:2001:db8:0:1:1:1:1:1]'],
+    ['me@[IPv6:1111:2222:3333:4444:5555::8888]', '[IPv6:1111:2222:3333:4444:5555::8888]'],
+    ['me@[IPv6:::]', '[IPv6:::]'],
+    ['me@[IPv6:0:0:0:0:0:0:0:0]', '[IPv6:::]'],
+    ['me@[IPv6:1:0:0:0:0:0:0:0]', '[IPv6:1::]'],
+    ['me@[IPv6:0:0:0:0:0:ffff:192.0.2.1]', '[IPv6:::ffff:192.0.2.1]'],
+    ['me@[IPv6:::FFFF:192.0.2.1]', '[IPv6:::ffff:192.0.2.1]'],
+    [
+      'me@[IPv6:1111:2222:3333:4444:0:0:255.255.255.255]',
+      '[IPv6:1111:2222:3333:4444::255.255.255.255]',
+    ],
+    [
+      'me@[IPv6:1111:2222:3333:4444:5555:6666:255.255.255.255]',
+      '[IPv6:1111:2222:3333:4444:5555:6666:255.255.255.255]',
+    ],
+  ])('%s -> %s', (input, domain) => {
+    expect(domainOf(input)).toBe(domain);
+    // The normalized address is a fixed point: parsing it again gives itself.
+    expect(domainOf(`me@${domain}`)).toBe(domain);
+  });
+});
