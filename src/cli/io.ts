@@ -1,4 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
+import { EXIT, type ExitCode } from './exit-codes.js';
 
 /** The streams and signals a command uses: the process's, or a test's. */
 export interface CliIo {
@@ -15,11 +16,11 @@ export interface CliIo {
 export type StopSignal = 'SIGINT' | 'SIGTERM';
 
 /** The exit code of a run a signal stopped: 128 + its number, as shells report it. */
-export function exitCodeOf(signal: StopSignal): 130 | 143 {
-  return signal === 'SIGINT' ? 130 : 143;
+export function exitCodeOf(signal: StopSignal): ExitCode {
+  return signal === 'SIGINT' ? EXIT.interrupted : EXIT.terminated;
 }
 
-/** The process's own streams and its SIGINT. */
+/** The process's own streams, and its SIGINT and SIGTERM. */
 export function processIo(): CliIo {
   return {
     stdout: process.stdout,
