@@ -65,9 +65,19 @@ async function lookupMx(resolver: Resolver, domain: string): Promise<MxAnswer> {
   return { kind: 'records', hosts: sortHosts(hosts) };
 }
 
+/**
+ * Lowercase names without the root's dot, each host once at its best priority (a zone may
+ * name a host twice, or in two cases: it is one host to try), lowest priority first.
+ */
 function sortHosts(records: readonly { exchange: string; priority: number }[]): MxHost[] {
-  return records
-    .map((r) => ({ exchange: r.exchange.toLowerCase().replace(/\.$/, ''), priority: r.priority }))
+  const best = new Map<string, number>();
+  for (const { exchange, priority } of records) {
+    const name = exchange.toLowerCase().replace(/\.$/, '');
+    const known = best.get(name);
+    if (known === undefined || priority < known) best.set(name, priority);
+  }
+  return [...best]
+    .map(([exchange, priority]) => ({ exchange, priority }))
     .sort(
       (a, b) =>
         a.priority - b.priority || (a.exchange < b.exchange ? -1 : a.exchange > b.exchange ? 1 : 0),

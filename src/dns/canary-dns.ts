@@ -34,10 +34,10 @@ const UNRELIABLE: MxAnswer = Object.freeze({ kind: 'failure', code: 'unreliable'
  * Puts a canary in front of a Dns. A sandbox or captive network answers NXDOMAIN for every
  * name, and some ISP resolvers answer an address for names that do not exist: believed, the
  * first makes gmail.com undeliverable and the second makes every typo deliverable. So before
- * an NXDOMAIN or an implicit-MX answer is taken as evidence, the resolver is checked once
- * (then again only when the check expires): a name that must exist has to resolve, and a
- * random name must not. While it fails, those answers become a failure (`unreliable`), never
- * a verdict. Record answers are passed through: a resolver inventing MX records is not a
+ * an NXDOMAIN, a no-records (NODATA) or an implicit-MX answer is taken as evidence, the
+ * resolver is checked once (then again only when the check expires): a name that must exist
+ * has to resolve, and a random name must not. While it fails, those answers become a failure
+ * (`unreliable`), never a verdict. Record answers are passed through: a resolver inventing MX records is not a
  * failure this catches. The check costs nothing until a suspicious answer arrives.
  */
 export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns {
@@ -49,6 +49,9 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
   let health: DnsHealth = { status: 'unchecked' };
   let validUntil = -Infinity;
   let checking: Promise<DnsHealth> | undefined;
+  // Whether the resolver was last announced as lying: the recovery is announced only then,
+  // and only once it answers truthfully (not merely because it stopped answering).
+  let announcedLying = false;
 
   function currentHealth(): Promise<DnsHealth> {
     if (clock.now() < validUntil) return Promise.resolve(health);
@@ -56,10 +59,14 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
       (next) => {
         checking = undefined;
         validUntil = clock.now() + (next.status === 'healthy' ? healthyForMs : recheckFailedMs);
-        // Said once when the resolver starts lying and once when it stops: never per address.
-        const turned = (health.status === 'lying') !== (next.status === 'lying');
+        // Said once when the resolver starts lying and once when it is truthful again: never
+        // per address, and not again while it goes from lying to unreachable and back.
+        const turned = announcedLying ? next.status === 'healthy' : next.status === 'lying';
         health = next;
-        if (turned) options.onChange?.(next);
+        if (turned) {
+          announcedLying = next.status === 'lying';
+          options.onChange?.(next);
+        }
         return next;
       },
       (error: unknown) => {
@@ -76,7 +83,10 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
       inner.mx(mustNotExist()),
     ]);
     const checkedAt = clock.now();
-    if (existing.length > 0 && existing.every(deniesExistence)) {
+    // Only the names that got an answer count: one canary name that times out or is refused
+    // must not make a resolver that denies the others look truthful.
+    const answered = existing.filter((answer) => answer.kind !== 'failure');
+    if (answered.length > 0 && answered.every(deniesExistence)) {
       return {
         status: 'lying',
         problem: 'denies_existing_names',
@@ -99,7 +109,7 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
       };
     }
     // A resolver that cannot be reached answers every lookup with a failure anyway.
-    if (existing.every((answer) => answer.kind === 'failure')) {
+    if (answered.length === 0) {
       return { status: 'unreachable', checkedAt };
     }
     return { status: 'healthy', checkedAt };
@@ -111,7 +121,15 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
     health: () => health,
     async mx(domain, signal) {
       const answer = await inner.mx(domain, signal);
-      if (answer.kind !== 'nxdomain' && answer.kind !== 'implicit') return answer;
+      // NODATA is a denial too: a sandbox that answers NOERROR with nothing for every name
+      // would otherwise make gmail.com undeliverable (no_mx) without the check ever running.
+      if (
+        answer.kind !== 'nxdomain' &&
+        answer.kind !== 'no_records' &&
+        answer.kind !== 'implicit'
+      ) {
+        return answer;
+      }
       const { status } = await currentHealth();
       return status === 'lying' ? UNRELIABLE : answer;
     },

@@ -83,4 +83,48 @@ describe('DNS canary (DESIGN 4)', () => {
     await Promise.all(Array.from({ length: 30 }, (_, i) => dns.mx(`gone${i}.test`)));
     expect(inner.queries.filter((q) => q === 'big-mail.test')).toHaveLength(1);
   });
+
+  it('checks a no-records answer too: a resolver answering NODATA for every name is lying', async () => {
+    const empty: MxAnswer = { kind: 'no_records' };
+    const { dns, changes } = setup({ 'big-mail.test': empty, 'gmail.test': empty });
+    expect(await dns.mx('gmail.test')).toEqual(UNRELIABLE);
+    expect(changes[0]).toMatchObject({ status: 'lying', problem: 'denies_existing_names' });
+  });
+
+  it('keeps a no-records answer as evidence from a truthful resolver', async () => {
+    const { dns, changes } = setup({
+      'big-mail.test': ['mx.big-mail.test'],
+      'empty.test': { kind: 'no_records' },
+    });
+    expect(await dns.mx('empty.test')).toEqual({ kind: 'no_records' });
+    expect(dns.health?.().status).toBe('healthy');
+    expect(changes).toEqual([]);
+  });
+
+  it('counts only the canary names that got an answer: one refused name hides no lie', async () => {
+    const inner = createMemoryDns({ 'yahoo.test': { kind: 'failure', code: 'refused' } });
+    const dns = createCanaryDns(inner, {
+      mustExist: ['gmail.test', 'yahoo.test'],
+      mustNotExist: () => 'surely-not-there.test',
+      clock: { now: () => 0 },
+    });
+    expect(await dns.mx('gmail.test')).toEqual(UNRELIABLE);
+    expect(dns.health?.()).toMatchObject({ status: 'lying', problem: 'denies_existing_names' });
+  });
+
+  it('announces no recovery when a lying resolver merely stops answering', async () => {
+    const { dns, inner, changes, advance } = setup({});
+    expect(await dns.mx('gone.test')).toEqual(UNRELIABLE);
+    inner.set('big-mail.test', { kind: 'failure', code: 'timeout' });
+    advance(5_001);
+    await dns.mx('gone.test');
+    expect(dns.health?.().status).toBe('unreachable');
+    inner.set('big-mail.test', { kind: 'nxdomain' });
+    advance(5_001);
+    expect(await dns.mx('gone.test')).toEqual(UNRELIABLE);
+    inner.set('big-mail.test', ['mx.big-mail.test']);
+    advance(5_001);
+    expect(await dns.mx('gone.test')).toEqual({ kind: 'nxdomain' });
+    expect(changes.map((c) => c.status)).toEqual(['lying', 'healthy']);
+  });
 });

@@ -1,5 +1,10 @@
 import { createSocket, type Socket } from 'node:dgram';
-import type { AddressInfo } from 'node:net';
+import {
+  createServer,
+  type AddressInfo,
+  type Server as NetServer,
+  type Socket as NetSocket,
+} from 'node:net';
 import * as dnsPacket from 'dns-packet';
 
 /** How the test server answers one name: records, an rcode, or silence. */
@@ -76,5 +81,124 @@ export async function startDnsServer(
 
 function rcodeFlag(rcode: string): number {
   // The rcode lives in the low four bits of the flags word (RFC 1035 4.1.1).
-  return { NOERROR: 0, SERVFAIL: 2, NXDOMAIN: 3, REFUSED: 5 }[rcode] ?? 0;
+  return { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 }[rcode] ?? 0;
+}
+
+/** One question as a scripted server received it. */
+export interface ScriptedQuestion {
+  readonly name: string;
+  readonly type: string;
+  readonly transport: 'udp' | 'tcp';
+}
+
+/**
+ * What a scripted server sends back for one question: records and an rcode, with knobs for
+ * misbehaving servers. `null` is silence.
+ */
+export interface ScriptedReply {
+  readonly rcode?: 'NOERROR' | 'SERVFAIL' | 'NXDOMAIN' | 'REFUSED' | 'NOTIMP' | 'FORMERR';
+  readonly answers?: dnsPacket.Answer[];
+  readonly authorities?: dnsPacket.Answer[];
+  /** Over UDP, send only the header and question with the TC bit (RFC 1035 4.2.1): ask TCP. */
+  readonly truncateUdp?: boolean;
+  /** Answer with another id than the question's (a spoofed or confused reply). */
+  readonly wrongId?: boolean;
+  /** Answer about another name than the one asked. */
+  readonly questionName?: string;
+}
+
+export interface ScriptedDnsServer {
+  /** `127.0.0.1:port` or `[::1]:port`, for Resolver.setServers. */
+  readonly address: string;
+  readonly port: number;
+  /** Every question received, in order. */
+  readonly questions: ScriptedQuestion[];
+  close(): Promise<void>;
+}
+
+/**
+ * A DNS server on loopback, UDP and TCP on one OS-picked port, that answers each question
+ * with what `script` says: for the cases a zone table cannot express (truncation, wrong ids
+ * or questions, TTLs, many records).
+ */
+export async function startScriptedDnsServer(
+  script: (question: ScriptedQuestion) => ScriptedReply | null,
+  host: '127.0.0.1' | '::1' = '127.0.0.1',
+): Promise<ScriptedDnsServer> {
+  const questions: ScriptedQuestion[] = [];
+  const respond = (message: Buffer, transport: 'udp' | 'tcp'): Buffer | undefined => {
+    let query: dnsPacket.Packet;
+    try {
+      query = dnsPacket.decode(message);
+    } catch {
+      return undefined;
+    }
+    const asked = query.questions?.[0];
+    if (asked === undefined) return undefined;
+    const question = { name: asked.name, type: asked.type, transport };
+    questions.push(question);
+    const reply = script(question);
+    if (reply === null) return undefined;
+    const truncated = transport === 'udp' && reply.truncateUdp === true;
+    return dnsPacket.encode({
+      id: reply.wrongId === true ? ((query.id ?? 0) + 1) & 0xffff : (query.id ?? 0),
+      type: 'response',
+      flags:
+        dnsPacket.AUTHORITATIVE_ANSWER |
+        dnsPacket.RECURSION_DESIRED |
+        (truncated ? dnsPacket.TRUNCATED_RESPONSE : 0) |
+        rcodeFlag(reply.rcode ?? 'NOERROR'),
+      questions: [{ ...asked, name: reply.questionName ?? asked.name }],
+      answers: truncated ? [] : (reply.answers ?? []),
+      authorities: truncated ? [] : (reply.authorities ?? []),
+    });
+  };
+
+  const udp: Socket = createSocket(host === '::1' ? 'udp6' : 'udp4');
+  udp.on('message', (message, remote) => {
+    const response = respond(message, 'udp');
+    if (response !== undefined) udp.send(response, remote.port, remote.address);
+  });
+  await new Promise<void>((resolve) => udp.bind(0, host, resolve));
+  const { port } = udp.address() as AddressInfo;
+
+  // RFC 1035 4.2.2: over TCP each message is preceded by its two-octet length.
+  const sockets = new Set<NetSocket>();
+  const tcp: NetServer = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+    let buffered = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      while (buffered.length >= 2) {
+        const length = buffered.readUInt16BE(0);
+        if (buffered.length < 2 + length) break;
+        const response = respond(buffered.subarray(2, 2 + length), 'tcp');
+        buffered = buffered.subarray(2 + length);
+        if (response !== undefined) {
+          const prefix = Buffer.alloc(2);
+          prefix.writeUInt16BE(response.length);
+          socket.write(Buffer.concat([prefix, response]));
+        }
+      }
+    });
+  });
+  // The TCP port is the UDP one; were it taken, the server would still answer over UDP.
+  await new Promise<void>((resolve) => {
+    tcp.once('error', () => resolve());
+    tcp.listen(port, host, () => resolve());
+  });
+  return {
+    address: host === '::1' ? `[::1]:${port}` : `127.0.0.1:${port}`,
+    port,
+    questions,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await Promise.all([
+        new Promise<void>((resolve) => udp.close(() => resolve())),
+        new Promise<void>((resolve) => (tcp.listening ? tcp.close(() => resolve()) : resolve())),
+      ]);
+    },
+  };
 }
