@@ -209,16 +209,21 @@ function decodeALabel(alabel: string): string | PartFailure {
   ) {
     return fail('invalid_idn', `The label '${alabel}' is not a valid A-label.`);
   }
-  return checkULabel(ulabel, true) ?? ulabel;
+  return checkULabel(ulabel, true, alabel) ?? ulabel;
 }
 
 /**
  * The IDNA 2008 rules for one mapped (or decoded) U-label: hyphens, a leading combining mark,
  * the derived property of every code point, and the CONTEXTJ and CONTEXTO rules. The Bidi
  * rule needs the whole domain (bidiProblem). `fromALabel` only changes the error code: an
- * A-label is invalid as a whole.
+ * A-label is invalid as a whole. Messages name the label as `shown`: an A-label as written,
+ * since what it decodes to may be controls or other characters that do not print.
  */
-export function checkULabel(label: string, fromALabel: boolean): PartFailure | undefined {
+export function checkULabel(
+  label: string,
+  fromALabel: boolean,
+  shown: string = label,
+): PartFailure | undefined {
   const codePoints: number[] = [];
   for (let i = 0; i < label.length; i++) {
     const codePoint = label.codePointAt(i) as number;
@@ -235,12 +240,12 @@ export function checkULabel(label: string, fromALabel: boolean): PartFailure | u
   if (codePoints[2] === 0x2d && codePoints[3] === 0x2d) {
     return fail(
       'invalid_idn',
-      `The label '${label}' has two hyphens in the third and fourth positions, which is reserved.`,
+      `The label '${shown}' has two hyphens in the third and fourth positions, which is reserved.`,
     );
   }
   // RFC 5891 5.4: a label may not start with a combining mark.
   if ((codePointProperties(codePoints[0] as number) & MARK) !== 0) {
-    return fail('invalid_idn', `The label '${label}' starts with a combining mark.`);
+    return fail('invalid_idn', `The label '${shown}' starts with a combining mark.`);
   }
   for (let index = 0; index < count; index++) {
     const codePoint = codePoints[index] as number;
@@ -250,20 +255,20 @@ export function checkULabel(label: string, fromALabel: boolean): PartFailure | u
       if (contextjAllows(codePoints, index)) continue;
       return fail(
         'invalid_idn',
-        `The label '${label}' has a zero-width ${codePoint === 0x200c ? 'non-joiner' : 'joiner'} where IDNA 2008 does not allow one (RFC 5892 Appendix A.1/A.2).`,
+        `The label '${shown}' has a zero-width ${codePoint === 0x200c ? 'non-joiner' : 'joiner'} where IDNA 2008 does not allow one (RFC 5892 Appendix A.1/A.2).`,
       );
     }
     if (derived === CONTEXTO) {
       if (contextoAllows(codePoints, index)) continue;
       return fail(
         'invalid_idn',
-        `The label '${label}' has ${describeCharacter(String.fromCodePoint(codePoint))} outside the context IDNA 2008 allows it in (RFC 5892 Appendix A).`,
+        `The label '${shown}' has ${describeCharacter(String.fromCodePoint(codePoint))} outside the context IDNA 2008 allows it in (RFC 5892 Appendix A).`,
       );
     }
     if (fromALabel) {
       return fail(
         'invalid_idn',
-        `The label '${label}' has a character IDNA 2008 does not allow: ${describeCharacter(String.fromCodePoint(codePoint))}.`,
+        `The label '${shown}' has a character IDNA 2008 does not allow: ${describeCharacter(String.fromCodePoint(codePoint))}.`,
       );
     }
     return badCharacter(codePoint);

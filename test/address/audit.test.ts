@@ -41,3 +41,19 @@ describe('audit: IPv6 address literals normalize to RFC 5952 text', () => {
     expect(domainOf(`me@${domain}`)).toBe(domain);
   });
 });
+
+describe('audit: messages about an A-label name it as written', () => {
+  // xn--ab decodes to U+0081, a C1 control: the message quoted that invisible character as
+  // the label's name ("The label '' has ..."). It names the A-label the user typed instead.
+  it.each([
+    ['me@xn--ab.com', 'xn--ab'],
+    ['me@xn--a.com', 'xn--a'],
+    ['me@xn--vek.jp', 'xn--vek'],
+  ])('%s', (input, shown) => {
+    const parsed = parseAddress(input);
+    expect(parsed).toMatchObject({ ok: false, code: 'invalid_idn' });
+    if (parsed.ok) return;
+    expect(parsed.message).toContain(`'${shown}'`);
+    expect(parsed.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/u);
+  });
+});
