@@ -1,4 +1,5 @@
 import { Resolver } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import { raceAbort } from '../dns/abortable.js';
 import type { Dns, DnsFailureCode, MxAnswer, MxHost } from '../ports/dns.js';
 
@@ -44,6 +45,10 @@ const NO_ADDRESSES: readonly string[] = Object.freeze([]);
 
 /** A and AAAA records of a mail host, IPv4 first (still the likelier to take port 25). */
 async function lookupAddresses(resolver: Resolver, host: string): Promise<readonly string[]> {
+  // An MX exchange written as an IP address (RFC 1035 wants a name; zones do it anyway) is
+  // the address the prober connects to: asking a name server about "192.0.2.7" answers
+  // nothing, and IP filters would then miss the host the probe reaches.
+  if (isIP(host) !== 0) return [host];
   const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
   return [v4, v6].flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
 }

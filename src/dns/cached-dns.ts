@@ -47,7 +47,8 @@ export function createCachedDns(inner: Dns, options: CachedDnsOptions = {}): Dns
     const inFlight = new Map<string, Promise<V>>();
     return (name, signal) => {
       if (signal?.aborted) return Promise.reject(signal.reason as Error);
-      const key = name.toLowerCase();
+      // DNS names are case-insensitive, and `example.com.` is `example.com` made absolute.
+      const key = name.toLowerCase().replace(/\.$/, '');
       const kept = cache.get(key);
       if (kept !== undefined) {
         observer?.onDnsCacheHit?.(kind);

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type * as dnsPacket from 'dns-packet';
+import { createNodeDns } from '../../src/adapters/node-dns.js';
+import { createCachedDns } from '../../src/dns/cached-dns.js';
 import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
 import {
   startScriptedDnsServer,
@@ -82,9 +84,10 @@ async function engineOn(
   const server = await serve({ ...CANARY_ZONE, ...zone }, otherwise);
   const warnings: string[] = [];
   const engine = createEngine({
-    dnsOptions: { servers: [server.address], timeoutMs: 1_000, tries: 1 },
     onWarning: (message) => warnings.push(message),
     ...options,
+    // Never the system's resolver: every question goes to the scripted server.
+    dnsOptions: { timeoutMs: 1_000, tries: 1, ...options.dnsOptions, servers: [server.address] },
   });
   const asked = (type: string, name: string) =>
     server.questions.filter((q) => q.type === type && q.name.toLowerCase() === name).length;
@@ -165,5 +168,186 @@ describe('a resolver that lies', () => {
     expect([verdict.state, verdict.reason]).toEqual(['risky', 'no_connect']);
     expect(verdict.riskFactors).toContain('dns_unavailable');
     expect(warnings).toHaveLength(1);
+  });
+});
+
+describe('what the resolver asks and how often', () => {
+  it('1,000 concurrent verifies of one domain ask one MX question', async () => {
+    const { engine, asked } = await engineOn({
+      'one-audit.com': { mx: [[10, 'mx.one-audit.com']] },
+      'gone-audit.com': { rcode: 'NXDOMAIN' },
+      'aonly-audit.com': { a: ['192.0.2.25'] },
+    });
+    for (const domain of ['one-audit.com', 'gone-audit.com', 'aonly-audit.com']) {
+      const verdicts = await Promise.all(
+        Array.from({ length: 1000 }, (_, i) =>
+          engine.verify(`user${i}@${domain}`, { method: 'quick' }),
+        ),
+      );
+      expect(new Set(verdicts.map((v) => v.state)).size).toBe(1);
+      expect(asked('MX', domain)).toBe(1);
+    }
+    expect(asked('A', 'aonly-audit.com')).toBe(1);
+  });
+
+  it('asks about an internationalized domain in its A-label form, whatever the case', async () => {
+    const { engine, server } = await engineOn({
+      'xn--bcher-audit-thb.com': { mx: [[10, 'mx.xn--bcher-audit-thb.com']] },
+    });
+    const verdicts = await Promise.all(
+      ['ann@bücher-audit.com', 'bob@BÜCHER-AUDIT.COM', 'cy@xn--bcher-audit-thb.com'].map((a) =>
+        engine.verify(a, { method: 'quick' }),
+      ),
+    );
+    expect(verdicts.map((v) => v.state)).toEqual(['deliverable', 'deliverable', 'deliverable']);
+    expect(verdicts[0]?.mxRecord).toBe('mx.xn--bcher-audit-thb.com');
+    expect(server.questions.map((q) => `${q.type} ${q.name.toLowerCase()}`)).toEqual([
+      'MX xn--bcher-audit-thb.com',
+    ]);
+  });
+
+  it('follows a truncated (TC) answer over TCP: 100 MX records, the best first', async () => {
+    const mx: Array<[number, string]> = Array.from({ length: 100 }, (_, i) => [
+      10 + (i % 7),
+      `mx${String(i).padStart(3, '0')}.a-rather-long-mail-host-name.many-audit.com`,
+    ]);
+    const { engine, server } = await engineOn({
+      'many-audit.com': { mx, truncateUdp: true },
+    });
+    const verdict = await engine.verify('ann@many-audit.com', { method: 'quick' });
+    expect(verdict.state).toBe('deliverable');
+    expect(verdict.mxRecords).toHaveLength(100);
+    expect(verdict.mxRecord).toBe('mx000.a-rather-long-mail-host-name.many-audit.com');
+    expect(server.questions.some((q) => q.transport === 'tcp')).toBe(true);
+  });
+
+  it('reaches a configured server on IPv6 loopback with its port', async () => {
+    const server = await serve(
+      { ...CANARY_ZONE, 'v6-audit.com': { mx: [[10, 'mx.v6-audit.com']] } },
+      undefined,
+      '::1',
+    );
+    expect(server.address).toMatch(/^\[::1\]:\d+$/);
+    const engine = createEngine({
+      dnsOptions: { servers: [server.address], timeoutMs: 1_000, tries: 1 },
+    });
+    const verdict = await engine.verify('ann@v6-audit.com', { method: 'quick' });
+    expect([verdict.state, verdict.mxRecord]).toEqual(['deliverable', 'mx.v6-audit.com']);
+  });
+});
+
+describe('answers that are no evidence', () => {
+  it('SERVFAIL, REFUSED, NOTIMP and FORMERR are risky no_connect with dns_unavailable', async () => {
+    const { engine, warnings } = await engineOn({
+      'servfail-audit.com': { rcode: 'SERVFAIL' },
+      'refused-audit.com': { rcode: 'REFUSED' },
+      'notimp-audit.com': { rcode: 'NOTIMP' },
+      'formerr-audit.com': { rcode: 'FORMERR' },
+    });
+    for (const name of ['servfail', 'refused', 'notimp', 'formerr']) {
+      const verdict = await engine.verify(`ann@${name}-audit.com`, { method: 'quick' });
+      expect([name, verdict.state, verdict.reason]).toEqual([name, 'risky', 'no_connect']);
+      expect(verdict.riskFactors).toEqual(['dns_unavailable']);
+      expect(verdict.mxRecord).toBeNull();
+    }
+    expect(warnings).toEqual([]);
+  });
+
+  it('a reply with the wrong id or about another name is ignored: risky, never a verdict on the domain', async () => {
+    const { engine } = await engineOn(
+      {
+        'wrongid-audit.com': { rcode: 'NXDOMAIN', wrongId: true },
+        'wrongq-audit.com': { rcode: 'NXDOMAIN', questionName: 'other-audit.com' },
+        'silent-audit.com': { silent: true },
+      },
+      undefined,
+      { dnsOptions: { timeoutMs: 300, tries: 1 } },
+    );
+    for (const name of ['wrongid', 'wrongq', 'silent']) {
+      const verdict = await engine.verify(`ann@${name}-audit.com`, { method: 'quick' });
+      expect([name, verdict.state, verdict.reason]).toEqual([name, 'risky', 'timeout']);
+      expect(verdict.riskFactors).toEqual(['dns_unavailable']);
+    }
+  });
+});
+
+describe('implicit MX (RFC 5321 5.1) and odd exchanges', () => {
+  it('no MX but an A or AAAA record: the domain is its own mail host', async () => {
+    const { engine } = await engineOn({
+      'a-audit.com': { a: ['192.0.2.25'] },
+      'aaaa-audit.com': { aaaa: ['2001:db8::25'] },
+    });
+    for (const domain of ['a-audit.com', 'aaaa-audit.com']) {
+      const verdict = await engine.verify(`ann@${domain}`, { method: 'quick' });
+      expect([verdict.state, verdict.reason, verdict.mxRecord]).toEqual([
+        'deliverable',
+        'accepted_email',
+        domain,
+      ]);
+    }
+  });
+
+  it('no MX, and the address lookup fails: no evidence, not no_mx', async () => {
+    const server = await startScriptedDnsServer((q) => {
+      const name = q.name.toLowerCase();
+      if (name in CANARY_ZONE) return reply(CANARY_ZONE[name], q);
+      return q.type === 'MX' ? { answers: [] } : { rcode: 'SERVFAIL' };
+    });
+    servers.push(server);
+    const engine = createEngine({
+      dnsOptions: { servers: [server.address], timeoutMs: 1_000, tries: 1 },
+    });
+    const verdict = await engine.verify('ann@flaky-audit.com', { method: 'quick' });
+    expect([verdict.state, verdict.reason]).toEqual(['risky', 'no_connect']);
+    expect(verdict.riskFactors).toEqual(['dns_unavailable']);
+  });
+
+  it('an exchange behind a CNAME answer, or named in upper case with the root dot, is a mail host', async () => {
+    const { engine } = await engineOn({
+      'upper-audit.com': { mx: [[10, 'MX.Upper-Audit.COM.']] },
+    });
+    const verdict = await engine.verify('ann@upper-audit.com', { method: 'quick' });
+    expect([verdict.state, verdict.mxRecord]).toEqual(['deliverable', 'mx.upper-audit.com']);
+  });
+});
+
+describe('the node adapter and the cache on their own', () => {
+  it('an MX exchange written as an IP address is that address, asked of no name server', async () => {
+    const { server } = await engineOn({ 'iplit-audit.com': { mx: [[10, '192.0.2.7']] } });
+    const dns = createNodeDns({ servers: [server.address], timeoutMs: 1_000, tries: 1 });
+    expect(await dns.mx('iplit-audit.com')).toEqual({
+      kind: 'records',
+      hosts: [{ exchange: '192.0.2.7', priority: 10 }],
+    });
+    expect(await dns.addresses?.('192.0.2.7')).toEqual(['192.0.2.7']);
+    expect(await dns.addresses?.('2001:db8::25')).toEqual(['2001:db8::25']);
+    expect(server.questions.map((q) => q.name)).toEqual(['iplit-audit.com']);
+  });
+
+  it('one domain with and without the root dot, in any case, is one cached question', async () => {
+    const { server } = await engineOn({ 'dot-audit.com': { mx: [[10, 'mx.dot-audit.com']] } });
+    const dns = createCachedDns(
+      createNodeDns({ servers: [server.address], timeoutMs: 1_000, tries: 1 }),
+    );
+    const answers = await Promise.all(
+      ['dot-audit.com', 'DOT-audit.com.', 'dot-audit.com.'].map((d) => dns.mx(d)),
+    );
+    expect(answers.map((a) => a.kind)).toEqual(['records', 'records', 'records']);
+    await dns.mx('Dot-Audit.Com.');
+    expect(server.questions).toHaveLength(1);
+  });
+
+  it('a null MX beside other MX records (RFC 7505 forbids it) leaves the real hosts', async () => {
+    // A sending MTA tries the records by preference: "." cannot be reached, the others can.
+    const { engine } = await engineOn({
+      'mixed-audit.com': {
+        mx: [
+          [0, '.'],
+          [10, 'mx.mixed-audit.com'],
+        ],
+      },
+    });
+    const verdict = await engine.verify('ann@mixed-audit.com', { method: 'quick' });
+    expect([verdict.state, verdict.mxRecords]).toEqual(['deliverable', ['mx.mixed-audit.com']]);
   });
 });
