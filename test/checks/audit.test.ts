@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { parseAddress, type ParsedAddress } from '../../src/address/parse.js';
+import type { Checker } from '../../src/checks/checker.js';
+import { disposable } from '../../src/checks/disposable.js';
+import { freeProvider } from '../../src/checks/free-provider.js';
+
+function facts(address: string) {
+  const parsed = parseAddress(address);
+  if (!parsed.ok) throw new Error(`${address}: ${parsed.code}`);
+  return { input: address, parsed: parsed as ParsedAddress };
+}
+
+function codeOf(checker: Checker, address: string): string {
+  const finding = checker.run(facts(address), { dns: undefined as never });
+  if (finding instanceof Promise) throw new Error('an offline checker returned a promise');
+  return `${finding.status}:${finding.code}`;
+}
+
+describe('audit: disposable list', () => {
+  const check = disposable();
+
+  // example.com is IANA's documentation domain (RFC 2606 3, RFC 6761 6.5), not a service that
+  // hands out throwaway mailboxes; burner-email-providers lists it, and example.net/.org
+  // (on no list) were already clean. Its mail is decided by its null MX (RFC 7505).
+  it.each(['user@example.com', 'user@EXAMPLE.COM', 'user@example.net', 'user@example.org'])(
+    '%s is not disposable',
+    (address) => {
+      expect(codeOf(check, address)).toBe('pass:ok');
+    },
+  );
+
+  it('still flags listed domains, their subdomains, in any case', () => {
+    expect(codeOf(check, 'user@mailinator.com')).toBe('risky:disposable_domain');
+    expect(codeOf(check, 'user@X.Mailinator.COM')).toBe('risky:disposable_domain');
+  });
+});
