@@ -230,7 +230,14 @@ export function createAuth(ctx: ServiceContext): Auth {
         const endUser = admitClient(key, request);
         const plan = PLANS[account.plan];
         const rateLimit = await ctx.rateLimits.admit(key.id, plan, endUser);
-        return { accountId: account.id, account, plan, key: keyInfo(key), rateLimit };
+        // Copies: the key and account are the cache's, which a host's change must not reach.
+        return {
+          accountId: account.id,
+          account: { ...account },
+          plan,
+          key: keyInfo(key),
+          rateLimit,
+        };
       }),
   };
 }
@@ -331,6 +338,11 @@ function isActive(key: KeyRecord, now: number): boolean {
   );
 }
 
+/** A key as listed, its lists copied: what a host changes in it changes nothing stored. */
 function keyInfo({ hash: _hash, accountId: _accountId, ...info }: KeyRecord): KeyInfo {
-  return info;
+  return {
+    ...info,
+    allowedIps: [...info.allowedIps],
+    trustedDomains: [...info.trustedDomains],
+  };
 }

@@ -42,6 +42,17 @@ interface IpPrefixCounts {
 
 const NO_IP_PREFIXES: IpFilterPrefixes = Object.freeze({ v4: [], v6: [] });
 
+// What the store hands out and takes in are copies, as SQLite's rows are: a host that changes
+// a listed key's allow-list, a receipt's balance or a Caller's account changes nothing stored.
+const copyAccount = (account: AccountRecord): AccountRecord => ({ ...account });
+const copyKey = (key: KeyRecord): KeyRecord => ({
+  ...key,
+  allowedIps: [...key.allowedIps],
+  trustedDomains: [...key.trustedDomains],
+});
+const copyFilter = (filter: FilterRecord): FilterRecord => ({ ...filter });
+const copyBalance = (balance: CreditBalance): CreditBalance => ({ ...balance });
+
 function countIpPrefix(
   all: Map<string, IpPrefixCounts>,
   filter: FilterRecord,
@@ -162,26 +173,27 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (books.has(account.id))
         throw new StoreError('constraint', `Account ${account.id} exists.`);
       books.set(account.id, {
-        account: { ...account },
+        account: copyAccount(account),
         balance: EMPTY_BALANCE,
         ledgerColumns: new LedgerColumns(account.id),
         idempotency: new Map(),
       });
     },
     async getAccount(id) {
-      return book(id)?.account;
+      const found = book(id);
+      return found === undefined ? undefined : copyAccount(found.account);
     },
     async listAccounts() {
       open();
       return [...books.values()]
-        .map(({ account }) => account)
+        .map(({ account }) => copyAccount(account))
         .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     },
     async updateAccount(id, changes) {
       const found = book(id);
       if (found === undefined) return undefined;
       found.account = { ...found.account, ...changes };
-      return found.account;
+      return copyAccount(found.account);
     },
 
     async insertKey(key) {
@@ -189,41 +201,46 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (keys.has(key.id) || keyIdByHash.has(key.hash)) {
         throw new StoreError('constraint', 'A key with this id or hash exists.');
       }
-      keys.set(key.id, { ...key });
+      keys.set(key.id, copyKey(key));
       keyIdByHash.set(key.hash, key.id);
     },
     async getKey(id) {
       open();
-      return keys.get(id);
+      const key = keys.get(id);
+      return key === undefined ? undefined : copyKey(key);
     },
     async findKeyByHash(hash) {
       open();
       const id = keyIdByHash.get(hash);
-      return id === undefined ? undefined : keys.get(id);
+      const key = id === undefined ? undefined : keys.get(id);
+      return key === undefined ? undefined : copyKey(key);
     },
     async listKeys(accountId) {
       open();
       // Oldest first, ties in insertion order (Array.prototype.sort is stable).
       return [...keys.values()]
         .filter((key) => key.accountId === accountId)
-        .sort((a, b) => a.createdAt - b.createdAt);
+        .sort((a, b) => a.createdAt - b.createdAt)
+        .map(copyKey);
     },
     async updateKey(id, changes) {
       open();
       const key = keys.get(id);
       if (key === undefined) return undefined;
-      const updated = { ...key, ...changes };
+      const updated = copyKey({ ...key, ...changes });
       keys.set(id, updated);
-      return updated;
+      return copyKey(updated);
     },
 
     async applyLedger(accountId, request, at) {
       open();
-      return applyLedgerRequest(accountId, request, at, ledgerBook(books.get(accountId)));
+      const outcome = applyLedgerRequest(accountId, request, at, ledgerBook(books.get(accountId)));
+      return outcome.ok ? { ...outcome, balance: copyBalance(outcome.balance) } : outcome;
     },
     async commitLedger(accountId, commit, at) {
       open();
-      return applyLedgerCommit(accountId, commit, at, ledgerBook(books.get(accountId)));
+      const outcome = applyLedgerCommit(accountId, commit, at, ledgerBook(books.get(accountId)));
+      return outcome.ok ? { ...outcome, balance: copyBalance(outcome.balance) } : outcome;
     },
     async idempotencyRecord(accountId, key, at) {
       const record = book(accountId)?.idempotency.get(key);
@@ -252,7 +269,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       return released;
     },
     async balance(accountId) {
-      return book(accountId)?.balance ?? EMPTY_BALANCE;
+      const found = book(accountId);
+      return found === undefined ? EMPTY_BALANCE : copyBalance(found.balance);
     },
     async ledgerEntries(accountId, page = {}) {
       const columns = book(accountId)?.ledgerColumns;
@@ -265,7 +283,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       const key = filterKey(filter.accountId, filter.type, filter.value);
       if (filterIdByValue.has(key)) return 'duplicate';
       if (filters.has(filter.id)) throw new StoreError('constraint', `Filter ${filter.id} exists.`);
-      filters.set(filter.id, { ...filter });
+      filters.set(filter.id, copyFilter(filter));
       filterIdByValue.set(key, filter.id);
       countFilter(filter, 1);
       if (filter.type === 'ip_address') countIpPrefix(ipPrefixes, filter, 1);
@@ -278,7 +296,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
           filter.accountId === accountId &&
           (query.type === undefined || filter.type === query.type),
       );
-      return { filters: all.slice(query.offset, query.offset + query.limit), total: all.length };
+      return {
+        filters: all.slice(query.offset, query.offset + query.limit).map(copyFilter),
+        total: all.length,
+      };
     },
     async deleteFilter(accountId, id) {
       open();
@@ -294,13 +315,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       // Most accounts keep few filters or none: no key to build, no lookup, on every verify.
       if ((filterCounts.get(accountId)?.[type] ?? 0) === 0) return [];
       if (values === undefined) {
-        return [...filters.values()].filter((f) => f.accountId === accountId && f.type === type);
+        return [...filters.values()]
+          .filter((f) => f.accountId === accountId && f.type === type)
+          .map(copyFilter);
       }
       const found: FilterRecord[] = [];
       for (const value of values) {
         const id = filterIdByValue.get(filterKey(accountId, type, value));
         const filter = id === undefined ? undefined : filters.get(id);
-        if (filter !== undefined) found.push(filter);
+        if (filter !== undefined) found.push(copyFilter(filter));
       }
       return found;
     },

@@ -1,0 +1,221 @@
+/**
+ * The service core used as a library by hostile or careless hosts (audit of 2026-11-23): what
+ * it answers must be true, and nothing a caller does with what it was handed, or hands in,
+ * may change what is stored. Every case runs on the memory store and on SQLite.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Store } from '../../src/ports/store.js';
+import { ServiceError } from '../../src/service/service-error.js';
+import { createSqliteStore } from '../../src/sqlite.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { fixture as baseFixture, refusal } from './helpers.js';
+
+const stores: [string, () => Store][] = [
+  ['memory', () => createMemoryStore()],
+  ['sqlite', () => createSqliteStore(':memory:')],
+];
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** Mutates `value` as a careless host might; strict-mode TypeErrors (frozen) are fine too. */
+function scribble(mutate: () => void): void {
+  try {
+    mutate();
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+  }
+}
+
+describe.each(stores)('answers handed to a host on the %s store', (_name, makeStore) => {
+  const fixture = () => baseFixture({ store: makeStore() });
+
+  it('are copies: changing a listed allow-list opens nothing', async () => {
+    const { service, accountId } = await fixture();
+    const created = await service.admin.createKey(accountId, { allowedIps: ['203.0.113.0/24'] });
+    scribble(() => (created.key.allowedIps as string[]).push('0.0.0.0/0'));
+    const [, listed] = await service.admin.listKeys(accountId);
+    scribble(() => (listed!.allowedIps as string[]).push('0.0.0.0/0'));
+    const updated = await service.admin.updateKey(accountId, created.key.id, { name: 'ci' });
+    scribble(() => (updated.allowedIps as string[]).push('0.0.0.0/0'));
+
+    const refused = await refusal(
+      service.authenticate({
+        authorization: `Bearer ${created.secret}`,
+        clientIp: '198.51.100.7',
+        endpoint: 'verify',
+      }),
+    );
+    expect(refused.code).toBe('forbidden');
+    const [, again] = await service.admin.listKeys(accountId);
+    expect(again!.allowedIps).toEqual(['203.0.113.0/24']);
+  });
+
+  it("are copies: changing a caller's key or account changes no later request", async () => {
+    const { service, accountId } = await fixture();
+    const created = await service.admin.createKey(accountId, { allowedIps: ['203.0.113.0/24'] });
+    const request = {
+      authorization: `Bearer ${created.secret}`,
+      clientIp: '203.0.113.9',
+      endpoint: 'verify' as const,
+    };
+    const caller = await service.authenticate(request);
+    scribble(() => (caller.key.allowedIps as string[]).push('0.0.0.0/0'));
+    scribble(() => {
+      (caller.account as { plan: string }).plan = 'free';
+    });
+    // Within the key cache's second: the next request sees what is stored, not the scribbles.
+    const next = await service.authenticate(request);
+    expect(next.plan.name).toBe('enterprise');
+    expect(next.key.allowedIps).toEqual(['203.0.113.0/24']);
+    const refused = await refusal(service.authenticate({ ...request, clientIp: '198.51.100.7' }));
+    expect(refused.code).toBe('forbidden');
+    expect((await service.admin.getAccount(accountId)).plan).toBe('enterprise');
+  });
+
+  it('are copies: changing a receipt or an account balance changes no credit', async () => {
+    const { service, accountId } = await fixture();
+    const receipt = await service.admin.grantCredits(accountId, 5, { ref: 'top-up-1' });
+    scribble(() => {
+      (receipt.balance as { available: number }).available = 1e9;
+    });
+    const replay = await service.admin.grantCredits(accountId, 5, { ref: 'top-up-1' });
+    scribble(() => {
+      (replay.balance as { total: number }).total = 0;
+    });
+    const info = await service.admin.getAccount(accountId);
+    scribble(() => {
+      (info.credits as { available: number }).available = 7;
+    });
+    const [listed] = await service.admin.listAccounts();
+    scribble(() => {
+      (listed!.credits as { used: number }).used = 3;
+      (listed as { plan: string }).plan = 'free';
+    });
+    const filter = await service.createFilter(
+      { accountId },
+      {
+        type: 'domain',
+        value: 'blocked.example',
+        action: 'block',
+      },
+    );
+    scribble(() => {
+      (filter as { action: string }).action = 'allow';
+    });
+    const page = await service.listFilters({ accountId });
+    scribble(() => {
+      (page.filters[0] as { value: string }).value = 'other.example';
+    });
+
+    expect((await service.admin.getAccount(accountId)).credits).toEqual({
+      available: 105,
+      reserved: 0,
+      used: 0,
+      total: 105,
+    });
+    expect((await service.admin.getAccount(accountId)).plan).toBe('enterprise');
+    const verdict = await service.verify({ accountId }, 'a@blocked.example', { method: 'quick' });
+    expect(verdict.verdict.reason).toBe('blocked_by_filter');
+  });
+});
+
+describe.each(stores)('verify for an account that does not exist, on the %s store', (_n, make) => {
+  it('is 404 for test addresses and filter matches too, as for any other address', async () => {
+    const { service } = await baseFixture({ store: make() });
+    const nobody = { accountId: 'acct_doesnotexist' };
+    for (const email of ['deliverable@example.com', 'a@example.org']) {
+      const refused = await refusal(service.verify(nobody, email, { method: 'quick' }));
+      expect(refused.code).toBe('not_found');
+    }
+  });
+});
+
+describe.each(stores)('hostile objects on the %s store', (_name, makeStore) => {
+  it('are refused as invalid_request naming the parameter, never a raw TypeError', async () => {
+    const { service, accountId, secret } = await baseFixture({ store: makeStore() });
+    const revoked = () => {
+      const { proxy, revoke } = Proxy.revocable({}, {});
+      revoke();
+      return proxy as never;
+    };
+    const throwing = () =>
+      new Proxy(
+        {},
+        {
+          get() {
+            throw new Error('trap');
+          },
+          ownKeys() {
+            throw new Error('trap');
+          },
+        },
+      ) as never;
+    const before = await service.admin.getAccount(accountId);
+    const cases: [string, () => Promise<unknown>, string][] = [
+      ['createAccount', () => service.admin.createAccount(revoked()), 'account'],
+      ['createAccount', () => service.admin.createAccount(throwing()), 'account'],
+      ['verify caller', () => service.verify(revoked(), 'a@example.org'), 'caller'],
+      [
+        'verify options',
+        () => service.verify({ accountId }, 'a@example.org', throwing()),
+        'options',
+      ],
+      ['grantCredits', () => service.admin.grantCredits(accountId, 1, revoked()), 'options'],
+      ['applyLedger', () => service.admin.applyLedger(accountId, throwing()), 'request'],
+      ['authenticate', () => service.authenticate(revoked()), 'request'],
+      [
+        'createKey',
+        () => service.admin.createKey(accountId, { allowedIps: revoked() }),
+        'allowed_ips',
+      ],
+      [
+        'createKey',
+        () =>
+          service.admin.createKey(accountId, {
+            allowedIps: new Proxy(['203.0.113.1'], {
+              get(target, key) {
+                if (key === 'length') return 1;
+                throw new Error('trap');
+              },
+            }),
+          }),
+        'allowed_ips',
+      ],
+      ['createFilter', () => service.createFilter({ accountId }, throwing()), 'filter'],
+      ['listFilters', () => service.listFilters({ accountId }, revoked()), 'query'],
+      [
+        'rotateKey',
+        async () => {
+          const [key] = await service.admin.listKeys(accountId);
+          return service.admin.rotateKey(accountId, key!.id, throwing());
+        },
+        'options',
+      ],
+      [
+        'verify signal',
+        () => service.verify({ accountId }, 'a@example.org', { signal: revoked() }),
+        'signal',
+      ],
+    ];
+    for (const [label, call, field] of cases) {
+      const error = await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error, label).toBeInstanceOf(ServiceError);
+      expect((error as ServiceError).code, label).toBe('invalid_request');
+      expect((error as ServiceError).context.field, label).toBe(field);
+    }
+    const after = await service.admin.getAccount(accountId);
+    expect(after.credits).toEqual(before.credits);
+    expect(await service.admin.listKeys(accountId)).toHaveLength(1);
+    expect((await service.listFilters({ accountId })).total).toBe(0);
+    const caller = await service.authenticate({
+      authorization: `Bearer ${secret}`,
+      endpoint: 'account',
+    });
+    expect((await service.account(caller)).credits.available).toBe(100);
+  });
+});
