@@ -7,13 +7,7 @@ import { accountOf, type ServiceContext } from './context.js';
 import { SERVICE_REF_PREFIX } from './ledger.js';
 import { isPlanName, PLAN_NAMES, PLANS, type PlanName } from './plans.js';
 import { invalidRequest, ServiceError } from './service-error.js';
-import {
-  answering,
-  requireAccountRef,
-  requireInteger,
-  requireObject,
-  requireText,
-} from './validate.js';
+import { answering, requireInteger, requireObject, requireText } from './validate.js';
 
 /** An account with its credit balances. */
 export interface AccountInfo extends AccountRecord {
@@ -128,9 +122,10 @@ export function createAccounts(ctx: ServiceContext): Accounts {
     admin,
     account: (caller) =>
       answering(async () => {
-        const accountId = requireAccountRef(caller);
+        const fields = requireObject(caller, 'caller');
+        const accountId = requireText(fields.accountId, 'account_id');
         // A Caller from authenticate: its key's minute window is what remaining reports.
-        const keyId = requireText(requireObject(caller.key, 'caller').id, 'caller');
+        const keyId = requireText(requireObject(fields.key, 'caller').id, 'caller');
         const account = await accountOf(ctx, accountId);
         const plan = PLANS[account.plan];
         const [credits, rate] = await Promise.all([

@@ -53,12 +53,27 @@ export function optionalHeader(value: unknown, field: string): string | undefine
   return value;
 }
 
-/** A plain object (not null, not an array), else `invalid_request` naming the parameter. */
+/**
+ * An object (not null, not an array), else `invalid_request` naming the parameter. What is
+ * returned is a snapshot of its own enumerable fields, read once, as JSON would carry them:
+ * a getter cannot answer one value when checked and another when used, an inherited field
+ * counts for nothing, and a Proxy that throws (or was revoked) is a refusal naming the
+ * parameter rather than its own TypeError escaping.
+ */
 export function requireObject(value: unknown, field: string): Readonly<Record<string, unknown>> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (typeof value !== 'object' || value === null) {
     throw invalidRequest(field, `${field} must be an object`);
   }
-  return value as Readonly<Record<string, unknown>>;
+  let fields: Record<string, unknown>;
+  try {
+    if (Array.isArray(value)) throw invalidRequest(field, `${field} must be an object`);
+    fields = Object.create(null) as Record<string, unknown>;
+    for (const name of Object.keys(value)) fields[name] = (value as Record<string, unknown>)[name];
+  } catch (error) {
+    if (error instanceof ServiceError) throw error;
+    throw invalidRequest(field, `${field} must be an object whose fields can be read`);
+  }
+  return fields;
 }
 
 /** An optional options object: undefined means none; anything else must be an object. */
@@ -108,10 +123,17 @@ export function requireList(
   maxItems = 100,
 ): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || value.length > maxItems) {
+  // Read once, item by item, as requireObject reads fields: a Proxy's traps cannot throw past
+  // here, nor claim a length of a billion to be copied.
+  const items: unknown[] = [];
+  try {
+    const length: unknown = Array.isArray(value) ? value.length : undefined;
+    if (typeof length !== 'number' || length > maxItems) throw new RangeError(field);
+    for (let index = 0; index < length; index++) items.push((value as unknown[])[index]);
+  } catch {
     throw invalidRequest(field, `${field} must be an array of at most ${maxItems} ${what}s`);
   }
-  const normalized = value.map((item: unknown, index) => {
+  const normalized = items.map((item: unknown, index) => {
     // No item is longer than a domain name (253) or an IPv6 range; longer is not parsed at all.
     const result =
       typeof item === 'string' && item.length <= 255 && !CONTROL_CHARACTER.test(item)
@@ -172,9 +194,14 @@ export function assertEmailInput(value: unknown): asserts value is string {
 /** An optional AbortSignal, else `invalid_request` naming `signal`. */
 export function optionalSignal(value: unknown): AbortSignal | undefined {
   if (value === undefined) return undefined;
-  if (!(value instanceof AbortSignal))
-    throw invalidRequest('signal', 'signal must be an AbortSignal');
-  return value;
+  let signal = false;
+  try {
+    signal = value instanceof AbortSignal; // a Proxy's getPrototypeOf trap may throw
+  } catch {
+    // refused below
+  }
+  if (!signal) throw invalidRequest('signal', 'signal must be an AbortSignal');
+  return value as AbortSignal;
 }
 
 /** Largest page of ledger entries one call returns. */
