@@ -16,8 +16,8 @@ import type {
   LedgerRequest,
 } from '../ports/store.js';
 import { randomBase62 } from './api-keys.js';
-import type { AccountRef } from './auth.js';
-import type { ServiceContext } from './context.js';
+import type { AccountRef, Caller } from './auth.js';
+import { accountOf, type ServiceContext } from './context.js';
 import { emailKey } from './filter-values.js';
 import type { Filters } from './filters.js';
 import { invalidRequest, ServiceError } from './service-error.js';
@@ -288,7 +288,12 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
         const free = await freeVerdict(accountId, email, parsed, method, signal);
         if (free !== undefined) {
           const result = { verdict: free, charged: 0 };
-          if (idem === undefined) return result;
+          if (idem === undefined) {
+            // Nothing is filed, so no store says whether the account exists: a Caller from
+            // authenticate carries it; a bare `{ accountId }` is looked up, as a charge would.
+            if (!carriesAccount(caller, accountId)) await accountOf(ctx, accountId);
+            return result;
+          }
           return (
             (await commit(accountId, { requests: [], ...claim(idem, result, 0) }, idem)) ?? result
           );
@@ -302,6 +307,16 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
           : chargeAsync(accountId, email, method, signal, idem);
       }),
   };
+}
+
+/** Whether `caller` is a Caller of `accountId` from authenticate, which found its account. */
+function carriesAccount(caller: AccountRef, accountId: string): boolean {
+  try {
+    const account = (caller as Partial<Pick<Caller, 'account'>>).account;
+    return typeof account === 'object' && account !== null && account.id === accountId;
+  } catch {
+    return false; // a getter that throws: look the account up instead
+  }
 }
 
 /** Aborts when either does (AbortSignal.any arrived in Node 20.3; engines allow 20.0). */
