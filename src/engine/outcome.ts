@@ -54,7 +54,15 @@ export function outcomeOf(findings: readonly Finding[]): Outcome {
         if (finding.status === 'pass') evidence = 'smtp';
         break;
       case 'mx':
-        if (finding.status === 'pass' && evidence === 'offline') evidence = 'dns';
+        // A domain literal is its own mail host: the check passes without a lookup, which is
+        // no DNS evidence (DESIGN 2.3: offline scores stay below DNS-verified ones).
+        if (
+          finding.status === 'pass' &&
+          finding.code !== 'domain_literal' &&
+          evidence === 'offline'
+        ) {
+          evidence = 'dns';
+        }
         break;
     }
   }

@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+import { createEngine } from '../../src/engine/engine.js';
+import { DELIVERABLE_CEILING } from '../../src/engine/score.js';
+
+describe('audit: evidence behind a score', () => {
+  // DESIGN 2.3: offline, "the score is capped below what a DNS-verified address gets". A
+  // domain literal names its mail host itself (RFC 5321 4.1.3): the mx check passes without
+  // a lookup, which is no DNS evidence, offline or not. It scored 95, as if DNS had answered.
+  it('a domain literal, offline, scores as an offline verdict', async () => {
+    const engine = createEngine({ offline: true, parse: { profile: 'rfc' } });
+    for (const address of ['ann@[192.0.2.1]', 'ann@[IPv6:2001:db8::1]']) {
+      const verdict = await engine.verify(address);
+      expect(verdict).toMatchObject({ state: 'deliverable', reason: 'accepted_email' });
+      expect(verdict.score).toBe(DELIVERABLE_CEILING.offline);
+      expect(verdict.score).toBe((await engine.verify('ann@example.org')).score);
+    }
+  });
+});
