@@ -31,6 +31,8 @@ import { requireCallbackUrl, type CallbackPolicy } from './callback-url.js';
 
 /** Most addresses one batch takes (DESIGN 5.5). */
 export const MAX_BATCH_EMAILS = 50_000;
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** Filter values looked up per store read at submission. */
 const FILTER_LOOKUP_CHUNK = 500;
 
@@ -270,9 +272,15 @@ function requireEmails(value: unknown): string[] {
         `emails[${i}] must be a string of 1 to ${MAX_EMAIL_INPUT_LENGTH} characters`,
       );
     }
+    // C0, DEL and C1 (U+0080-U+009F, NEL among them): every Unicode control character.
     // eslint-disable-next-line no-control-regex
-    if (/[\u0000-\u001f\u007f]/.test(email)) {
+    if (/[\u0000-\u001f\u007f-\u009f]/.test(email)) {
       throw invalidRequest('emails', `emails[${i}] contains a control character`);
+    }
+    // JSON can spell a lone surrogate (`"\ud800@x.org"`), which is no text: SQLite stored it as
+    // U+FFFD and verified that as deliverable, where the memory store said invalid_email.
+    if (LONE_SURROGATE.test(email)) {
+      throw invalidRequest('emails', `emails[${i}] is not well-formed Unicode (a lone surrogate)`);
     }
     emails[i] = email;
   }
