@@ -225,17 +225,24 @@ export function createJobWork(
         }
       }
 
-      const results = engine.verifyMany(addresses(), {
-        method,
-        concurrency: settings.concurrency,
-        perDomain: settings.perDomain,
-        retryGreylisted: true,
-        signal,
-      });
-      for await (const { index, verdict } of results) {
-        landed.push(landedOf(positions[index] as number, verdict));
-        if (landed.length >= settings.flushSize || clock.now() - lastFlush >= settings.flushMs) {
-          await flush();
+      // The engine is asked only once an address needs it: a job whose every answer was known
+      // at submission (test addresses, repeats, filter matches) completes on an engine that
+      // cannot run its method, smtp on an offline one, instead of failing.
+      const source = addresses();
+      const head = await source.next();
+      if (head.done !== true) {
+        const results = engine.verifyMany(prepended(head.value, source), {
+          method,
+          concurrency: settings.concurrency,
+          perDomain: settings.perDomain,
+          retryGreylisted: true,
+          signal,
+        });
+        for await (const { index, verdict } of results) {
+          landed.push(landedOf(positions[index] as number, verdict));
+          if (landed.length >= settings.flushSize || clock.now() - lastFlush >= settings.flushMs) {
+            await flush();
+          }
         }
       }
       await flush();
@@ -264,6 +271,12 @@ export function failureReason(error: unknown): string {
   return error instanceof JobFailure
     ? error.message
     : `internal_error: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/** `first`, then the rest of `rest`: an iterator read once is handed on whole. */
+async function* prepended<T>(first: T, rest: AsyncGenerator<T>): AsyncGenerator<T> {
+  yield first;
+  yield* rest;
 }
 
 function landedOf(position: number, verdict: Verdict): Landed {
