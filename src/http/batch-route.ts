@@ -50,16 +50,22 @@ export async function batchStatusRoute(exchange: Exchange, rawId: string): Promi
   const query = readQuery(exchange.url, ['api_key']);
   const id = routeId(rawId);
   const caller = await exchange.authenticate('batch', query.get('api_key'));
-  const status = await exchange.service.batchStatus(caller, id);
+  // download_url: the handler's baseUrl, else the service's batch.baseUrl (which its webhooks
+  // use too), else this request's origin.
+  const { baseUrl } = exchange.config;
+  const status = await exchange.service.batchStatus(caller, id, {
+    defaultBaseUrl: exchange.url.origin,
+  });
   return json(
     200,
-    status.status === 'completed' ? { ...status, download_url: downloadUrl(exchange, id) } : status,
+    status.status === 'completed' && baseUrl !== undefined
+      ? { ...status, download_url: downloadUrl(baseUrl, id) }
+      : status,
   );
 }
 
-/** Where a finished job's results are fetched: absolute, on the configured base URL. */
-export function downloadUrl(exchange: Exchange, id: string): string {
-  const base = exchange.config.baseUrl ?? exchange.url.origin;
+/** Where a finished job's results are fetched: absolute, on `base`, whose path it keeps. */
+export function downloadUrl(base: string, id: string): string {
   return `${base.endsWith('/') ? base.slice(0, -1) : base}/v1/verify/${encodeURIComponent(id)}/results`;
 }
 

@@ -3,7 +3,7 @@ import type { WebhookSender } from '../../ports/webhook.js';
 import type { AccountRef } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import type { Filters } from '../filters.js';
-import { ServiceError } from '../service-error.js';
+import { invalidRequest, ServiceError } from '../service-error.js';
 import {
   answering,
   optionalObject,
@@ -89,8 +89,15 @@ export interface Batches {
     input: NewBatch,
     options?: SubmitBatchOptions,
   ): Promise<BatchCreated>;
-  /** `GET /v1/verify/{id}`. */
-  batchStatus(caller: AccountRef, id: string): Promise<BatchStatus>;
+  /**
+   * `GET /v1/verify/{id}`. `defaultBaseUrl` is where `download_url` points when the service
+   * was given no `baseUrl` of its own: an HTTP host passes the request's origin.
+   */
+  batchStatus(
+    caller: AccountRef,
+    id: string,
+    options?: { defaultBaseUrl?: string },
+  ): Promise<BatchStatus>;
   /** `GET /v1/verify/{id}/results`: a completed job's records, streamed in input order. */
   batchResults(
     caller: AccountRef,
@@ -119,7 +126,9 @@ export function createBatches(
   options: BatchOptions = {},
 ): Batches & { work: BatchWork } {
   const { store, clock } = ctx;
-  const baseUrl = new URL(options.baseUrl ?? 'http://localhost/').href;
+  const configuredBaseUrl = options.baseUrl === undefined ? undefined : baseUrlOf(options.baseUrl);
+  // Webhooks have no request to take an origin from: they need a base even when none is given.
+  const baseUrl = configuredBaseUrl ?? 'http://localhost/';
   const allowPrivateNetworks = options.allowPrivateNetworks === true;
   const webhooks = createWebhookDispatcher(ctx, {
     sender: options.webhookSender ?? lazyNodeSender(allowPrivateNetworks),
@@ -163,7 +172,16 @@ export function createBatches(
   return {
     submitBatch: (caller, input, submitOptions) =>
       answering(() => submit(caller, input, submitOptions)),
-    batchStatus: (caller, id) => answering(async () => statusOf(await jobFor(caller, id), baseUrl)),
+    batchStatus: (caller, id, statusOptions) =>
+      answering(async () => {
+        const job = await jobFor(caller, id);
+        const fields = optionalObject(statusOptions, 'options');
+        const fallback =
+          fields.defaultBaseUrl === undefined
+            ? undefined
+            : requireBaseUrl(fields.defaultBaseUrl, 'default_base_url');
+        return statusOf(job, configuredBaseUrl ?? fallback ?? baseUrl);
+      }),
     batchResults: (caller, id, resultOptions) =>
       answering(async () => {
         const job = await jobFor(caller, id);
@@ -217,4 +235,33 @@ function lazyNodeSender(allowPrivateNetworks: boolean): WebhookSender {
       return (await sender).send(request);
     },
   };
+}
+
+/**
+ * A base URL as download URLs are resolved against it: its path ends in `/`, so that
+ * `https://example.net/mailverdict` keeps its last segment (URL resolution would replace it),
+ * and it carries no query or fragment.
+ */
+export function baseUrlOf(base: string): string {
+  // A bad baseUrl is the host's configuration error: it throws when the service is created.
+  const url = new URL(base);
+  url.search = '';
+  url.hash = '';
+  if (!url.pathname.endsWith('/')) url.pathname += '/';
+  return url.href;
+}
+
+/** An absolute http(s) URL given as an argument, as baseUrlOf makes it, else invalid_request. */
+function requireBaseUrl(value: unknown, field: string): string {
+  const text = requireText(value, field, 2048);
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+    throw invalidRequest(field, `${field} must be an absolute http(s) URL`);
+  }
+  return baseUrlOf(url.href);
 }
