@@ -1,0 +1,216 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import { createEngine } from '../../src/engine/engine.js';
+import type { Dns, MxAnswer } from '../../src/ports/dns.js';
+import type { Store } from '../../src/ports/store.js';
+import { createService, type BatchOptions, type Service } from '../../src/service/service.js';
+import { createSqliteStore } from '../../src/sqlite.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { refusal } from './helpers.js';
+
+/**
+ * Batch jobs as customers and hostile callers meet them through the library (DESIGN 5.3,
+ * 5.5, 5.6; README "Batch jobs"): what counts as the same address, what is free, what the
+ * credits say at every moment, and what is refused.
+ */
+const stores: [string, () => Store][] = [
+  ['memory', () => createMemoryStore()],
+  ['sqlite', () => createSqliteStore(':memory:')],
+];
+
+async function text(chunks: AsyncIterable<string>): Promise<string> {
+  let all = '';
+  for await (const chunk of chunks) all += chunk;
+  return all;
+}
+
+/** A Dns whose answers wait until `open()`: a job stays processing while the test looks. */
+function gatedDns(zones: Record<string, readonly string[]>): Dns & { open(): void } {
+  const inner = createMemoryDns(zones);
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  return {
+    async mx(domain, signal): Promise<MxAnswer> {
+      await gate;
+      return inner.mx(domain, signal);
+    },
+    open: () => release(),
+  };
+}
+
+describe.each(stores)('batch audit (%s)', (_name, makeStore) => {
+  let services: Service[] = [];
+  afterEach(async () => {
+    for (const service of services) await service.stop();
+    services = [];
+  });
+
+  async function setup(
+    options: { dns?: Dns; credits?: number; store?: Store; batch?: BatchOptions } = {},
+  ) {
+    const store = options.store ?? makeStore();
+    const service = createService({
+      engine: createEngine(options.dns === undefined ? { offline: true } : { dns: options.dns }),
+      store,
+      batch: { baseUrl: 'https://api.example.com/', ...options.batch },
+    });
+    services.push(service);
+    const account = await service.admin.createAccount({
+      email: 'ops@example.org',
+      plan: 'enterprise',
+      credits: options.credits ?? 1000,
+    });
+    return { service, store, caller: { accountId: account.id } };
+  }
+
+  async function ndjson(service: Service, caller: { accountId: string }, id: string) {
+    return (await text(await service.batchResults(caller, id, { format: 'ndjson' })))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
+
+  it('counts an address once whatever the case of its domain or its IDN spelling', async () => {
+    const { service, store, caller } = await setup();
+    const emails = ['ann@bücher.de', 'ann@xn--bcher-kva.de', 'Ann@BÜCHER.DE', 'ann@Bücher.De'];
+    const { id } = await service.submitBatch(caller, { emails, method: 'quick' });
+    await service.batchWork.idle();
+    const records = await ndjson(service, caller, id);
+    expect(records).toHaveLength(4);
+    expect(records.map((r) => r.duplicate === true)).toEqual([false, true, true, true]);
+    expect(await store.balance(caller.accountId)).toMatchObject({ used: 1, reserved: 0 });
+    expect(await service.batchStatus(caller, id)).toMatchObject({
+      status: 'completed',
+      processed: 4,
+      valid: 4,
+      percent_complete: 100,
+    });
+  });
+
+  it('completes a batch of test addresses and their repeats on 0 credits, for every method', async () => {
+    const { service, store, caller } = await setup({ credits: 0 });
+    for (const method of ['quick', 'standard', 'smtp'] as const) {
+      const emails = [
+        'deliverable@example.com',
+        'Risky@Example.com',
+        'undeliverable@example.com',
+        'DELIVERABLE@example.com',
+      ];
+      const { id } = await service.submitBatch(caller, { emails, method });
+      await service.batchWork.idle();
+      // The engine here cannot probe: nothing needs it to, every answer was known at submission.
+      expect(await service.batchStatus(caller, id)).toMatchObject({
+        status: 'completed',
+        processed: 4,
+        valid: 2,
+        invalid: 1,
+        risky: 1,
+      });
+      const reasons = (await ndjson(service, caller, id)).map((r) => r.reason);
+      expect(reasons).toEqual([
+        'accepted_email',
+        'low_deliverability',
+        'rejected_email',
+        'accepted_email',
+      ]);
+    }
+    expect(await store.balance(caller.accountId)).toEqual({
+      available: 0,
+      reserved: 0,
+      used: 0,
+      total: 0,
+    });
+    expect(await store.listHolds(caller.accountId)).toEqual([]);
+  });
+
+  it('keeps the path of a baseUrl given without a trailing slash in download_url', async () => {
+    const { service, caller } = await setup({
+      batch: { baseUrl: 'https://example.net/mailverdict' },
+    });
+    const { id } = await service.submitBatch(caller, { emails: ['a@example.org'] });
+    await service.batchWork.idle();
+    expect((await service.batchStatus(caller, id)).download_url).toBe(
+      `https://example.net/mailverdict/v1/verify/${id}/results`,
+    );
+  });
+
+  it.each([
+    ['a C1 control character (NEL)', 'a\u0085b@example.org'],
+    ['a C1 control character (CSI)', '\u009b31m@example.org'],
+    ['a lone high surrogate', '\ud800@example.org'],
+    ['a lone low surrogate', 'a\udc00@example.org'],
+  ])('refuses %s as invalid_request on emails, reserving nothing', async (_n, bad) => {
+    const { service, store, caller } = await setup();
+    const error = await refusal(
+      service.submitBatch(caller, { emails: ['ok@example.org', bad], method: 'quick' }),
+    );
+    expect(error).toMatchObject({ code: 'invalid_request', status: 400 });
+    expect(error.context.field).toBe('emails');
+    expect(error.message).toContain('emails[1]');
+    expect(await store.listJobs('processing')).toEqual([]);
+    expect(await store.balance(caller.accountId)).toMatchObject({ available: 1000, reserved: 0 });
+  });
+
+  it('takes a well-formed astral character (a surrogate pair) as text', async () => {
+    const { service, caller } = await setup();
+    const { id } = await service.submitBatch(caller, {
+      emails: ['\u{1f600}@example.org'],
+      method: 'quick',
+    });
+    await service.batchWork.idle();
+    expect((await ndjson(service, caller, id))[0]?.email).toBe('\u{1f600}@example.org');
+  });
+
+  it('takes exactly 50,000 addresses and refuses 50,001', async () => {
+    const { service, caller } = await setup({ credits: 100_000 });
+    const emails = Array.from({ length: 50_000 }, (_, i) => `u${i}@example.org`);
+    const created = await service.submitBatch(caller, { emails, method: 'quick' });
+    expect(created.total_emails).toBe(50_000);
+    const error = await refusal(
+      service.submitBatch(caller, { emails: [...emails, 'one@more.org'], method: 'quick' }),
+    );
+    expect(error).toMatchObject({ code: 'invalid_request' });
+    expect(error.context.field).toBe('emails');
+    await service.batchWork.idle();
+    expect(await service.batchStatus(caller, created.id)).toMatchObject({
+      status: 'completed',
+      processed: 50_000,
+    });
+  });
+
+  it('holds what it reserved: spending the rest elsewhere cannot starve a running job', async () => {
+    const dns = gatedDns({ 'example.org': ['mx.example.org'] });
+    const { service, store, caller } = await setup({ dns, credits: 5 });
+    const emails = ['a@example.org', 'b@example.org', 'not an address'];
+    const { id } = await service.submitBatch(caller, { emails, method: 'quick' });
+    const held = await store.balance(caller.accountId);
+    expect(held).toEqual({ available: 2, reserved: 3, used: 0, total: 5 });
+    // The other 2 credits go to another batch; a third finds none.
+    await service.submitBatch(caller, {
+      emails: ['c@example.org', 'd@example.org'],
+      method: 'quick',
+    });
+    const error = await refusal(service.submitBatch(caller, { emails: ['e@example.org'] }));
+    expect(error).toMatchObject({ code: 'insufficient_credits', status: 402 });
+    expect(error.context).toEqual({ needed: 2, available: 0 });
+    // The sums hold at every moment while the jobs land their results.
+    dns.open();
+    const seen: number[] = [];
+    for (;;) {
+      const { available, reserved, used, total } = await store.balance(caller.accountId);
+      expect(available + reserved + used).toBe(total);
+      seen.push(used);
+      const { status } = await service.batchStatus(caller, id);
+      if (status !== 'processing') break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await service.batchWork.idle();
+    expect(await service.batchStatus(caller, id)).toMatchObject({ status: 'completed' });
+    expect(await store.balance(caller.accountId)).toEqual({
+      available: 0,
+      reserved: 0,
+      used: 5,
+      total: 5,
+    });
+  });
+});
