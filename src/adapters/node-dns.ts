@@ -1,4 +1,4 @@
-import { Resolver } from 'node:dns/promises';
+import { getServers, Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { raceAbort } from '../dns/abortable.js';
 import type { Dns, DnsFailureCode, MxAnswer, MxHost } from '../ports/dns.js';
@@ -22,15 +22,26 @@ export interface NodeDnsOptions {
 export function createNodeDns(options: NodeDnsOptions = {}): Dns {
   const deadlineMs = options.timeoutMs ?? DNS_DEADLINE_MS;
   const tries = options.tries ?? 2;
-  // c-ares retries with doubling timeouts; give each try its share of the deadline so the
-  // resolver itself gives up close to when our timer does and leaves no query behind.
+  if (!(deadlineMs > 0) || !Number.isFinite(deadlineMs)) {
+    throw new RangeError(`dnsOptions.timeoutMs must be a positive number of ms, got ${deadlineMs}`);
+  }
+  if (!Number.isInteger(tries) || tries < 1) {
+    throw new RangeError(`dnsOptions.tries must be a whole number from 1, got ${tries}`);
+  }
+  const configured = options.servers !== undefined && options.servers.length > 0;
+  const serverCount = configured ? options.servers.length : Math.max(1, getServers().length);
+  // c-ares sends each try to every server in turn, doubling the timeout after each round
+  // (tries x servers attempts in all): give each attempt its share of the deadline, so that
+  // a silent first server leaves time to ask the next one, and the resolver gives up close to
+  // when our timer does and leaves no query behind.
   const resolver = new Resolver({
-    timeout: Math.max(1, Math.floor(deadlineMs / (2 ** tries - 1))),
+    timeout: Math.min(
+      MAX_TIMER_MS,
+      Math.max(1, Math.floor(deadlineMs / (serverCount * (2 ** tries - 1)))),
+    ),
     tries,
   });
-  if (options.servers !== undefined && options.servers.length > 0) {
-    resolver.setServers([...options.servers]);
-  }
+  if (configured) resolver.setServers([...options.servers]);
   return {
     mx(domain, signal) {
       return withDeadline(lookupMx(resolver, domain), deadlineMs, signal, TIMEOUT);
@@ -42,6 +53,8 @@ export function createNodeDns(options: NodeDnsOptions = {}): Dns {
 }
 
 const NO_ADDRESSES: readonly string[] = Object.freeze([]);
+/** The longest timeout c-ares (a 32-bit signed count of ms) and setTimeout take. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A and AAAA records of a mail host, IPv4 first (still the likelier to take port 25). */
 async function lookupAddresses(resolver: Resolver, host: string): Promise<readonly string[]> {
@@ -132,7 +145,7 @@ function withDeadline<T>(
 ): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<T>((resolve) => {
-    timer = setTimeout(() => resolve(onTimeout), deadlineMs);
+    timer = setTimeout(() => resolve(onTimeout), Math.min(deadlineMs, MAX_TIMER_MS));
   });
   const answer = Promise.race([lookup, deadline]).finally(() => clearTimeout(timer));
   return raceAbort(answer, signal);

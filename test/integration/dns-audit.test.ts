@@ -351,3 +351,29 @@ describe('the node adapter and the cache on their own', () => {
     expect([verdict.state, verdict.mxRecords]).toEqual(['deliverable', ['mx.mixed-audit.com']]);
   });
 });
+
+describe('configured servers, timeouts and tries', () => {
+  it('a silent first server leaves time for the next one, whatever the tries', async () => {
+    const silent = await startScriptedDnsServer(() => null);
+    servers.push(silent);
+    const good = await serve({ 'failover-audit.com': { mx: [[10, 'mx.failover-audit.com']] } });
+    for (const tries of [1, 2]) {
+      const dns = createNodeDns({
+        servers: [silent.address, good.address],
+        timeoutMs: 1_500,
+        tries,
+      });
+      expect(await dns.mx('failover-audit.com')).toEqual({
+        kind: 'records',
+        hosts: [{ exchange: 'mx.failover-audit.com', priority: 10 }],
+      });
+    }
+  });
+
+  it('refuses tries or a deadline it cannot honour, naming the option', () => {
+    expect(() => createNodeDns({ tries: 0 })).toThrow(/tries/);
+    expect(() => createNodeDns({ timeoutMs: 0 })).toThrow(/timeoutMs/);
+    expect(() => createNodeDns({ timeoutMs: Number.NaN })).toThrow(/timeoutMs/);
+    expect(() => createNodeDns({ timeoutMs: 3_000_000_000, tries: 1 })).not.toThrow();
+  });
+});
