@@ -3,6 +3,7 @@ import { MAX_LOCAL_OCTETS } from './limits.js';
 import { boundedMemo } from './memo.js';
 import {
   findUnsafeCharacter,
+  isAscii,
   isMixedScript,
   startsWithCombiningMark,
   utf8Length,
@@ -115,6 +116,8 @@ const checkUnicodeLocal = boundedMemo((raw: string): ParsedLocal | PartFailure =
       'The part before the @-sign starts with a combining character.',
     );
   }
+  // NFC may leave only ASCII (U+212A KELVIN SIGN is 'K'): then no SMTPUTF8 is needed.
+  if (isAscii(local)) return checkLength({ ok: true, local, ascii: true, confusable: false });
   const confusable = atoms.some(isMixedScript);
   return checkLength({ ok: true, local, ascii: false, confusable });
 });
@@ -221,6 +224,8 @@ function parseQuotedLocal(raw: string, rules: LocalRules): ParsedLocal | PartFai
   // The limit applies to the local part as it travels, quotes and escapes included.
   const asWritten = raw.length;
   if (ascii && asWritten > MAX_LOCAL_OCTETS) return localTooLong(asWritten);
+  // NFC may leave only ASCII (U+212A KELVIN SIGN is 'K'): then no SMTPUTF8 is needed.
+  if (!ascii && isAscii(content)) ascii = true;
   const unquoted = content.length > 0 ? parseDotAtom(content, rules) : undefined;
   if (unquoted?.ok) return unquoted;
   const local = `"${content.replace(/[\\"]/g, (c) => `\\${c}`)}"`;

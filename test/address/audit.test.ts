@@ -58,3 +58,39 @@ describe('audit: messages about an A-label name it as written', () => {
     expect(controls).toEqual([]);
   });
 });
+
+describe('audit: a local part that NFC makes ASCII needs no SMTPUTF8', () => {
+  // U+212A KELVIN SIGN and U+1FEF GREEK VARIA are canonical singletons: NFC turns them into
+  // 'K' and '`' (RFC 6532 3.1 asks for NFC). The normalized local part is then plain ASCII,
+  // so the address has an ASCII form and needs no SMTPUTF8 (RFC 6531 applies to non-ASCII
+  // mailbox names only); we said smtpUtf8: true and asciiAddress: null, while the normalized
+  // address parsed again said the opposite.
+  it.each([
+    ['\u212Aelvin@example.com', 'Kelvin@example.com'],
+    ['a\u1FEFb@example.com', 'a`b@example.com'],
+    ['\u212A@b\u00fccher.de', 'K@xn--bcher-kva.de'],
+  ])('%s', (input, ascii) => {
+    const parsed = parseAddress(input);
+    expect(parsed).toMatchObject({ ok: true, smtpUtf8: false, asciiAddress: ascii });
+    const again = parseAddress(parsed.ok ? parsed.address : '');
+    expect(again).toMatchObject({ ok: true, smtpUtf8: false, asciiAddress: ascii });
+  });
+
+  it('in a quoted local part too', () => {
+    const parsed = parseAddress('"\u212A x"@example.com', { allowQuotedLocal: true });
+    expect(parsed).toMatchObject({
+      ok: true,
+      local: '"K x"',
+      smtpUtf8: false,
+      asciiAddress: '"K x"@example.com',
+    });
+  });
+
+  it('still refuses what NFC turns into a character atext forbids', () => {
+    // U+037E GREEK QUESTION MARK is ';' once normalized.
+    expect(parseAddress('a\u037Eb@example.com')).toMatchObject({
+      ok: false,
+      code: 'bad_character',
+    });
+  });
+});
