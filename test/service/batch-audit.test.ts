@@ -4,6 +4,7 @@ import { createEngine } from '../../src/engine/engine.js';
 import type { Dns, MxAnswer } from '../../src/ports/dns.js';
 import type { Store } from '../../src/ports/store.js';
 import { createService, type BatchOptions, type Service } from '../../src/service/service.js';
+import { chunkByDomain } from '../../src/service/batch/chunks.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { refusal } from './helpers.js';
@@ -212,5 +213,23 @@ describe.each(stores)('batch audit (%s)', (_name, makeStore) => {
       used: 5,
       total: 5,
     });
+  });
+});
+
+describe('chunks for worker processes (mailverdict/bullmq)', () => {
+  it("keeps a domain's addresses together whatever its case or IDN spelling", () => {
+    const items = [
+      'a@bücher.de',
+      'x@other.example',
+      'b@xn--bcher-kva.de',
+      'y@OTHER.example',
+      'c@BÜCHER.DE',
+      'd@bu\u0308cher.de',
+    ].map((email, position) => ({ position, email }));
+    // Chunks of 4: the 4 bücher.de addresses fill one, the 2 of other.example the next.
+    expect(chunkByDomain(items, 4)).toEqual([
+      [0, 2, 4, 5],
+      [1, 3],
+    ]);
   });
 });

@@ -1,4 +1,15 @@
+import { parseAddress } from '../../address/parse.js';
 import type { PendingJobItem } from '../../ports/store.js';
+
+/**
+ * The domain an address is grouped under: its A-label form as the parser gives it, so that
+ * `bücher.de`, `BÜCHER.de` and `xn--bcher-kva.de` are one domain (one MX lookup, one SMTP
+ * session); for what does not parse, the text after the last `@`, lowercased.
+ */
+export function groupingDomain(email: string): string {
+  const parsed = parseAddress(email);
+  return parsed.ok ? parsed.asciiDomain : email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+}
 
 /**
  * Splits a job's pending addresses into chunks for workers, keeping each domain's addresses
@@ -8,11 +19,15 @@ import type { PendingJobItem } from '../../ports/store.js';
  * packed like a small domain. Positions within a chunk ascend. Deterministic, so the same
  * pending list always gives the same chunks.
  */
-export function chunkByDomain(items: readonly PendingJobItem[], size: number): number[][] {
+export function chunkByDomain(
+  items: readonly PendingJobItem[],
+  size: number,
+  domainOf: (email: string) => string = groupingDomain,
+): number[][] {
   if (!(Number.isInteger(size) && size >= 1)) throw new RangeError('chunk size must be >= 1');
   const byDomain = new Map<string, number[]>();
   for (const { position, email } of items) {
-    const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+    const domain = domainOf(email);
     const positions = byDomain.get(domain);
     if (positions === undefined) byDomain.set(domain, [position]);
     else positions.push(position);
