@@ -4,7 +4,7 @@ import type { Caller } from './auth.js';
 import { billingPeriod, billingPeriodDates } from './billing-period.js';
 import { fileLedger } from './charging.js';
 import { accountOf, type ServiceContext } from './context.js';
-import { SERVICE_REF_PREFIX } from './ledger.js';
+import { MAX_LEDGER_AMOUNT, SERVICE_REF_PREFIX } from './ledger.js';
 import { isPlanName, PLAN_NAMES, PLANS, type PlanName } from './plans.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 import { answering, requireInteger, requireObject, requireText } from './validate.js';
@@ -77,7 +77,7 @@ export function createAccounts(ctx: ServiceContext): Accounts {
         const credits =
           fields.credits === undefined
             ? 0
-            : requireInteger(fields.credits, 'credits', 0, 1_000_000_000_000);
+            : requireInteger(fields.credits, 'credits', 0, MAX_LEDGER_AMOUNT);
         const now = clock.now();
         const billingAnchorDay =
           fields.billingAnchorDay === undefined

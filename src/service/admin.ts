@@ -74,7 +74,7 @@ export function createAdmin(
         return fileLedger(ctx, accountId, {
           kind: 'grant',
           ref: grant.ref === undefined ? ctx.serviceRef('grant') : callerRef(grant.ref, 'ref'),
-          amount: requireInteger(amount, 'amount', 1, 1_000_000_000_000),
+          amount: requireInteger(amount, 'amount', 1, MAX_LEDGER_AMOUNT),
           ...optional('note', grant.note),
         });
       }),

@@ -56,8 +56,12 @@ export const EMPTY_BALANCE: CreditBalance = Object.freeze({
   total: 0,
 });
 
-/** Largest single amount. Balances are bounded by Number.MAX_SAFE_INTEGER (DESIGN 5.3). */
-export const MAX_LEDGER_AMOUNT = 1_000_000_000_000;
+/**
+ * Largest single amount: the bound of DESIGN 5.3 itself, Number.MAX_SAFE_INTEGER. Balances are
+ * bounded by it too (a grant that would take the total past it is refused), so every sum the
+ * ledger forms (available + amount, reserved + amount, used + amount) stays exact.
+ */
+export const MAX_LEDGER_AMOUNT = Number.MAX_SAFE_INTEGER;
 /** A reserve without `expiresAt` holds for this long. */
 export const HOLD_TTL_MS = 3_600_000;
 /** An idempotency key binds its request and answer for 24 hours (DESIGN 5.3). */

@@ -219,3 +219,45 @@ describe.each(stores)('hostile objects on the %s store', (_name, makeStore) => {
     expect((await service.account(caller)).credits.available).toBe(100);
   });
 });
+
+describe.each(stores)('amounts at Number.MAX_SAFE_INTEGER on the %s store', (_name, makeStore) => {
+  it('takes any amount the bound allows, refusing only what would pass it', async () => {
+    const { service, accountId } = await baseFixture({
+      store: makeStore(),
+      account: { credits: 0 },
+    });
+    const top = Number.MAX_SAFE_INTEGER;
+    // DESIGN 5.3: amounts and balances up to the bound; only what would pass it is refused.
+    const granted = await service.admin.grantCredits(accountId, top, { ref: 'all-of-it' });
+    expect(granted.balance).toEqual({ available: top, reserved: 0, used: 0, total: top });
+    const over = await refusal(service.admin.grantCredits(accountId, 1));
+    expect([over.code, over.context.field]).toEqual(['invalid_request', 'amount']);
+    const held = await service.admin.applyLedger(accountId, {
+      kind: 'reserve',
+      ref: 'hold-all',
+      amount: top,
+    });
+    expect(held.balance).toEqual({ available: 0, reserved: top, used: 0, total: top });
+    await service.admin.applyLedger(accountId, {
+      kind: 'settle',
+      ref: 'settle-all',
+      reservation: 'hold-all',
+      amount: top,
+    });
+    const back = await service.admin.refund(accountId, { reservation: 'hold-all', ref: 'r' });
+    expect(back.entry.amount).toBe(top);
+    expect(back.balance).toEqual({ available: top, reserved: 0, used: 0, total: top });
+    // A replay of the first grant changes nothing; one more credit is still refused.
+    expect((await service.admin.grantCredits(accountId, top, { ref: 'all-of-it' })).replayed).toBe(
+      true,
+    );
+    for (const amount of [top + 1, 2 ** 53 + 2, 1e21, Number.MAX_VALUE]) {
+      const refused = await refusal(service.admin.grantCredits(accountId, amount));
+      expect([refused.code, refused.context.field]).toEqual(['invalid_request', 'amount']);
+    }
+    expect((await service.admin.getAccount(accountId)).credits.total).toBe(top);
+
+    const rich = await service.admin.createAccount({ email: 'rich@example.org', credits: top });
+    expect(rich.credits.total).toBe(top);
+  });
+});
