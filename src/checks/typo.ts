@@ -183,20 +183,35 @@ type AnySlip =
  * Short names need more care: one keystroke from `aol` or `live` is often another real
  * domain (`all.com`, `life.nl`, `mil.ru`), so a name of three or four letters takes only the
  * slips that seldom make a word (a doubled letter, two swapped, a neighbour key struck too,
- * or a digit struck for a letter), and one of two letters (`ig`, `qq`) only a slip of its
- * suffix.
+ * or a digit struck for a letter), and one of two letters (`ig`, `qq`) or of digits only
+ * (`163`, `126`) only a slip of its suffix.
  */
 function nameAllows(typed: string, intended: string, slip: AnySlip): boolean {
-  if (slip === SAME || intended.length >= 5) return true;
+  if (slip === SAME) return true;
+  // Every slip of a number is another number, and numeric names are each a real site
+  // (162.com, 126.com, 163.com): only their suffix may hold a slip.
+  if (isDigits(intended)) return false;
+  if (intended.length >= 5) return true;
   if (intended.length <= 2) return false;
   if (slip === DOUBLED || slip === SWAPPED || slip === INSERTED) return true;
   return slip === NEIGHBOUR && hasDigitWhereLetter(typed, intended);
 }
 
+function isDigits(name: string): boolean {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
+}
+
 function hasDigitWhereLetter(typed: string, intended: string): boolean {
   for (let i = 0; i < typed.length; i++) {
     const c = typed.charCodeAt(i);
-    if (c !== intended.charCodeAt(i)) return (c >= 0x30 && c <= 0x39) || c === 0x2d;
+    const meant = intended.charCodeAt(i);
+    if (c === meant) continue;
+    // Digit for digit is no slip to undo: 162.com and 163.com are two real sites.
+    return ((c >= 0x30 && c <= 0x39) || c === 0x2d) && meant >= 0x61 && meant <= 0x7a;
   }
   return false;
 }

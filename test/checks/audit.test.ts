@@ -3,6 +3,7 @@ import { parseAddress, type ParsedAddress } from '../../src/address/parse.js';
 import type { Checker } from '../../src/checks/checker.js';
 import { disposable } from '../../src/checks/disposable.js';
 import { freeProvider } from '../../src/checks/free-provider.js';
+import { createTypoSuggester } from '../../src/checks/typo.js';
 
 function facts(address: string) {
   const parsed = parseAddress(address);
@@ -58,4 +59,26 @@ describe('audit: free providers', () => {
       expect(codeOf(check, address)).toBe('pass:ok');
     },
   );
+});
+
+describe('audit: typo suggestions for short numeric names', () => {
+  const suggest = createTypoSuggester();
+
+  // A name of three or four characters takes a neighbour key only as "a digit struck for a
+  // letter" (ao1 for aol, typo.ts nameAllows). Digit for digit was taken too, so numeric
+  // domains, each a different real site (162.com, 127.com, 263.com: 263 Network's), were
+  // "corrected" to NetEase's 163.com and 126.com.
+  it.each(['162.com', '164.com', '127.com', '125.com', '263.com'])('%s is left alone', (domain) => {
+    expect(suggest(domain)).toBeNull();
+  });
+
+  it('still suggests for a digit struck for a letter, and for slips of the suffix', () => {
+    expect(suggest('a0l.com')).toBe('aol.com');
+    expect(suggest('163.con')).toBe('163.com');
+    expect(suggest('gmial.com')).toBe('gmail.com');
+    expect(suggest('hotmial.con')).toBe('hotmail.com');
+    expect(suggest('yahooo.com')).toBe('yahoo.com');
+    expect(suggest('gmx.de')).toBeNull();
+    expect(suggest('mail.com')).toBeNull();
+  });
 });
