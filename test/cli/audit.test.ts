@@ -193,7 +193,7 @@ describe('batch input', () => {
     const file = join(dir, name);
     writeFileSync(file, bytes);
     const run = await cli(['batch', '--offline', ...extra, file]);
-    expect(run.code, `${name}: ${run.stderr}`).toBe(0);
+    expect(run.code, `${name}: ${run.code} ${run.signal} ${run.stderr}`).toBe(0);
     expect(inputs(run.stdout), name).toEqual(['ann@example.org', 'bob@example.org']);
     expect(run.stderr, name).toMatch(/Verified 2 addresses/);
   };
