@@ -299,6 +299,10 @@ function usageLine(text: string): string {
     ...(/^error: unknown option '-[^']*@/.test(first)
       ? ['to verify an address that starts with -, put -- before it']
       : []),
+    // curl's -o is a file; ours is the format (kubectl's): say how to get a file.
+    ...(/^error: option '-o, --output <format>' argument '[^']*' is invalid/.test(first)
+      ? ['-o is the format: to write a file, redirect the output (> list.ndjson)']
+      : []),
     'mailverdict --help for usage',
   ];
   return `mailverdict: ${escapeForTerminal(first.replace(/^error: /, ''))} (${escapeForTerminal(hints.join('; '))})`;

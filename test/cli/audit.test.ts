@@ -128,6 +128,13 @@ describe('usage and help', () => {
     expect(verified.stdout).toMatch(/^-foo@example\.org\s+deliverable/m);
   });
 
+  it('-o given a file name says that -o is the format and how to write a file', async () => {
+    const run = await cli(['batch', '--offline', '-o', '/nonexistent/dir/out.csv', '-']);
+    expectOneLineUsageError(run, '-o file');
+    expect(run.stderr).toMatch(/ndjson, csv/);
+    expect(run.stderr).toMatch(/redirect/);
+  });
+
   it('an option or command name from the input is escaped on stderr', async () => {
     const run = await cli(['verify', '--\u001b[2J\u202e', 'a@b.co']);
     expectOneLineUsageError(run, 'escaped');
