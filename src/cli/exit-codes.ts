@@ -3,11 +3,17 @@
  * `verify --strict` also says the worst verdict, so that a shell can branch on it.
  */
 export const EXIT = Object.freeze({
-  /** Done: every address has a verdict (verify), the job completed (batch, admin). */
+  /**
+   * Done: every address has a verdict (verify), the job completed (batch, admin); also a run
+   * whose reader went away (`| head -1`), as ripgrep exits.
+   */
   ok: 0,
   /** verify --strict: at least one address is undeliverable. */
   undeliverable: 1,
-  /** Bad usage: unknown flags, a missing argument, unreadable or malformed input. */
+  /**
+   * Bad usage: unknown flags, a missing argument, unreadable or malformed input, a refusal of
+   * the service, and what a flag fixes at start-up (a port in use, a --db that cannot open).
+   */
   usage: 2,
   /** verify --strict: at least one address is risky, none undeliverable. */
   risky: 3,
