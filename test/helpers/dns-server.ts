@@ -105,6 +105,8 @@ export interface ScriptedReply {
   readonly wrongId?: boolean;
   /** Answer about another name than the one asked. */
   readonly questionName?: string;
+  /** Send the answer this long after the question (a slow server). */
+  readonly delayMs?: number;
 }
 
 export interface ScriptedDnsServer {
@@ -126,7 +128,10 @@ export async function startScriptedDnsServer(
   host: '127.0.0.1' | '::1' = '127.0.0.1',
 ): Promise<ScriptedDnsServer> {
   const questions: ScriptedQuestion[] = [];
-  const respond = (message: Buffer, transport: 'udp' | 'tcp'): Buffer | undefined => {
+  const respond = (
+    message: Buffer,
+    transport: 'udp' | 'tcp',
+  ): { response: Buffer; delayMs: number } | undefined => {
     let query: dnsPacket.Packet;
     try {
       query = dnsPacket.decode(message);
@@ -140,7 +145,7 @@ export async function startScriptedDnsServer(
     const reply = script(question);
     if (reply === null) return undefined;
     const truncated = transport === 'udp' && reply.truncateUdp === true;
-    return dnsPacket.encode({
+    const response = dnsPacket.encode({
       id: reply.wrongId === true ? ((query.id ?? 0) + 1) & 0xffff : (query.id ?? 0),
       type: 'response',
       flags:
@@ -152,12 +157,24 @@ export async function startScriptedDnsServer(
       answers: truncated ? [] : (reply.answers ?? []),
       authorities: truncated ? [] : (reply.authorities ?? []),
     });
+    return { response, delayMs: reply.delayMs ?? 0 };
+  };
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  const later = (delayMs: number, send: () => void) => {
+    if (delayMs <= 0) return send();
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      send();
+    }, delayMs);
+    timers.add(timer);
   };
 
   const udp: Socket = createSocket(host === '::1' ? 'udp6' : 'udp4');
   udp.on('message', (message, remote) => {
-    const response = respond(message, 'udp');
-    if (response !== undefined) udp.send(response, remote.port, remote.address);
+    const answer = respond(message, 'udp');
+    if (answer !== undefined) {
+      later(answer.delayMs, () => udp.send(answer.response, remote.port, remote.address));
+    }
   });
   await new Promise<void>((resolve) => udp.bind(0, host, resolve));
   const { port } = udp.address() as AddressInfo;
@@ -174,12 +191,14 @@ export async function startScriptedDnsServer(
       while (buffered.length >= 2) {
         const length = buffered.readUInt16BE(0);
         if (buffered.length < 2 + length) break;
-        const response = respond(buffered.subarray(2, 2 + length), 'tcp');
+        const answer = respond(buffered.subarray(2, 2 + length), 'tcp');
         buffered = buffered.subarray(2 + length);
-        if (response !== undefined) {
+        if (answer !== undefined) {
           const prefix = Buffer.alloc(2);
-          prefix.writeUInt16BE(response.length);
-          socket.write(Buffer.concat([prefix, response]));
+          prefix.writeUInt16BE(answer.response.length);
+          later(answer.delayMs, () => {
+            if (!socket.destroyed) socket.write(Buffer.concat([prefix, answer.response]));
+          });
         }
       }
     });
@@ -194,6 +213,7 @@ export async function startScriptedDnsServer(
     port,
     questions,
     async close() {
+      for (const timer of timers) clearTimeout(timer);
       for (const socket of sockets) socket.destroy();
       await Promise.all([
         new Promise<void>((resolve) => udp.close(() => resolve())),

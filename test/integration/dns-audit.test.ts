@@ -370,6 +370,59 @@ describe('configured servers, timeouts and tries', () => {
     }
   });
 
+  it('a slow server that answers before the deadline is heard, whatever the tries', async () => {
+    const slow = await startScriptedDnsServer((q) =>
+      q.type === 'MX'
+        ? {
+            delayMs: 500,
+            answers: [
+              {
+                type: 'MX',
+                name: q.name,
+                ttl: 60,
+                data: { preference: 10, exchange: 'mx.slow-audit.com' },
+              },
+            ],
+          }
+        : { answers: [] },
+    );
+    servers.push(slow);
+    for (const tries of [1, 2]) {
+      const dns = createNodeDns({ servers: [slow.address], timeoutMs: 2_500, tries });
+      expect([tries, (await dns.mx(`t${tries}.slow-audit.com`)).kind]).toEqual([tries, 'records']);
+    }
+  });
+
+  it('a first server that answers SERVFAIL, REFUSED or NOTIMP does not hide the next one', async () => {
+    const good = await serve({
+      'backup-audit.com': { mx: [[10, 'mx.backup-audit.com']] },
+      'aonly-backup-audit.com': { a: ['192.0.2.25'] },
+    });
+    for (const rcode of ['SERVFAIL', 'REFUSED', 'NOTIMP'] as const) {
+      const broken = await startScriptedDnsServer(() => ({ rcode }));
+      servers.push(broken);
+      const dns = createNodeDns({ servers: [broken.address, good.address], timeoutMs: 1_500 });
+      expect([rcode, await dns.mx('backup-audit.com')]).toEqual([
+        rcode,
+        { kind: 'records', hosts: [{ exchange: 'mx.backup-audit.com', priority: 10 }] },
+      ]);
+      expect([rcode, await dns.mx('aonly-backup-audit.com')]).toEqual([
+        rcode,
+        { kind: 'implicit', host: 'aonly-backup-audit.com' },
+      ]);
+      expect([rcode, await dns.mx('gone-backup-audit.com')]).toEqual([rcode, { kind: 'nxdomain' }]);
+      expect(await dns.addresses?.('aonly-backup-audit.com')).toEqual(['192.0.2.25']);
+    }
+  });
+
+  it('when every server fails, the first failure is the answer', async () => {
+    const refusing = await startScriptedDnsServer(() => ({ rcode: 'REFUSED' }));
+    const failing = await startScriptedDnsServer(() => ({ rcode: 'SERVFAIL' }));
+    servers.push(refusing, failing);
+    const dns = createNodeDns({ servers: [refusing.address, failing.address], timeoutMs: 1_500 });
+    expect(await dns.mx('any-audit.com')).toEqual({ kind: 'failure', code: 'refused' });
+  });
+
   it('refuses tries or a deadline it cannot honour, naming the option', () => {
     expect(() => createNodeDns({ tries: 0 })).toThrow(/tries/);
     expect(() => createNodeDns({ timeoutMs: 0 })).toThrow(/timeoutMs/);
