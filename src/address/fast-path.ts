@@ -5,7 +5,7 @@ import {
   MAX_LABEL_OCTETS,
   MAX_LOCAL_OCTETS,
 } from './limits.js';
-import { ATEXT } from './local-part.js';
+import { ATEXT, foldMailboxName } from './local-part.js';
 import type { ResolvedParseOptions } from './options.js';
 import type { ParsedAddress } from './parse.js';
 
@@ -73,13 +73,14 @@ export function parseCommonAscii(
   if (!isPlainLabel(input, labelStart, length, lastKind)) return undefined;
   tldStart = labelStart;
 
-  const local = input.slice(0, at);
+  const asWritten = input.slice(0, at);
+  const local = foldMailboxName(asWritten);
   const domain = hasUpper ? input.slice(domainStart).toLowerCase() : input.slice(domainStart);
   if (rules.globallyDeliverable) {
     if (tldStart === domainStart || (lastKind !== LOWER && lastKind !== UPPER)) return undefined;
     if (specialUseTldAt(domain, tldStart - domainStart) !== undefined) return undefined;
   }
-  const address = hasUpper ? `${local}@${domain}` : input;
+  const address = hasUpper || local !== asWritten ? `${local}@${domain}` : input;
   return {
     ok: true,
     input,

@@ -32,6 +32,38 @@ export function isAtext(code: number): boolean {
   return code < 0x80 && ATEXT[code] === 1;
 }
 
+/**
+ * RFC 2142 2: "Mailbox names must be recognized independent of character case" for the
+ * names of its sections 3-5 (and RFC 5321 4.5.1 for postmaster). The normalized address
+ * writes them in lowercase, as python-email-validator does; every other local part keeps
+ * its case (RFC 5321 2.4).
+ */
+const CASE_INSENSITIVE_MAILBOXES: ReadonlySet<string> = new Set([
+  'info',
+  'marketing',
+  'sales',
+  'support',
+  'abuse',
+  'noc',
+  'security',
+  'postmaster',
+  'hostmaster',
+  'usenet',
+  'news',
+  'webmaster',
+  'www',
+  'uucp',
+  'ftp',
+]);
+
+/** `local` in lowercase when it is one of RFC 2142's case-insensitive mailbox names. */
+export function foldMailboxName(local: string): string {
+  // 'noc' to 'postmaster': most local parts are decided by their length.
+  if (local.length < 3 || local.length > 10) return local;
+  const lower = local.toLowerCase();
+  return lower !== local && CASE_INSENSITIVE_MAILBOXES.has(lower) ? lower : local;
+}
+
 /** Parses the part before the @-sign. Linear in its length. */
 export function parseLocalPart(raw: string, rules: LocalRules): ParsedLocal | PartFailure {
   if (raw.length === 0) return fail('empty_local', 'There must be something before the @-sign.');

@@ -2,7 +2,7 @@ import { parseDomain } from './domain.js';
 import { parseCommonAscii } from './fast-path.js';
 import { failure, type ParseFailure } from './errors.js';
 import { MAX_ADDRESS_OCTETS, MAX_INPUT_LENGTH } from './limits.js';
-import { parseLocalPart } from './local-part.js';
+import { foldMailboxName, parseLocalPart } from './local-part.js';
 import {
   resolveParseOptions,
   type ParseOptions,
@@ -15,7 +15,10 @@ import { lastIndexOfCode, utf8Length } from './unicode.js';
 export interface ParsedAddress {
   readonly ok: true;
   readonly input: string;
-  /** NFC local part, case preserved (RFC 5321 2.4: only the receiving host may fold it). */
+  /**
+   * NFC local part, case preserved (RFC 5321 2.4: only the receiving host may fold it), but
+   * for RFC 2142's case-insensitive mailbox names (`POSTMASTER` is `postmaster`).
+   */
   readonly local: string;
   /** Lowercase Unicode domain (U-labels), or the bracketed literal. */
   readonly domain: string;
@@ -85,8 +88,10 @@ export function parseGeneral(input: string, rules: ResolvedParseOptions): ParseR
   }
 
   const rawLocal = input.slice(0, at);
-  const local = parseLocalPart(rawLocal, rules);
-  if (!local.ok) return failure(input, local.code, local.message);
+  const parsedLocal = parseLocalPart(rawLocal, rules);
+  if (!parsedLocal.ok) return failure(input, parsedLocal.code, parsedLocal.message);
+  const folded = parsedLocal.ascii ? foldMailboxName(parsedLocal.local) : parsedLocal.local;
+  const local = folded === parsedLocal.local ? parsedLocal : { ...parsedLocal, local: folded };
   const rawDomain = input.slice(at + 1);
   const domain = parseDomain(rawDomain, rules);
   if (!domain.ok) return failure(input, domain.code, domain.message);

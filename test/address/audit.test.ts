@@ -94,3 +94,30 @@ describe('audit: a local part that NFC makes ASCII needs no SMTPUTF8', () => {
     });
   });
 });
+
+describe('audit: RFC 2142 mailbox names are case-insensitive', () => {
+  // RFC 2142 2: "Mailbox names must be recognized independent of character case" (and RFC
+  // 5321 4.5.1 for postmaster). python-email-validator normalizes these fifteen names to
+  // lowercase (test_case_insensitive_mailbox_name); we kept POSTMASTER@ as written.
+  it.each([
+    ['POSTMASTER@example.com', 'postmaster@example.com'],
+    ['PostMaster@Example.COM', 'postmaster@example.com'],
+    ['Info@example.com', 'info@example.com'],
+    ['SALES@bücher.de', 'sales@bücher.de'],
+    ['WWW@example.com', 'www@example.com'],
+    ['Abuse@example.com', 'abuse@example.com'],
+    ['"Webmaster"@example.com', 'webmaster@example.com'],
+  ])('%s -> %s', (input, address) => {
+    const parsed = parseAddress(input, { allowQuotedLocal: true });
+    expect(parsed).toMatchObject({ ok: true, address, local: address.split('@')[0] });
+  });
+
+  it.each([
+    ['NOT-POSTMASTER@example.com', 'NOT-POSTMASTER'],
+    ['Postmaster+x@example.com', 'Postmaster+x'],
+    ['Ann@example.com', 'Ann'],
+    ['InfoDesk@example.com', 'InfoDesk'],
+  ])('%s keeps its case', (input, local) => {
+    expect(parseAddress(input)).toMatchObject({ ok: true, local });
+  });
+});

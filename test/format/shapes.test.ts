@@ -25,8 +25,9 @@ describe('result shapes', () => {
     const detailed = toDetailed(await engine.verify('Sales@gmail.com'));
     expect(Object.keys(detailed)).toEqual(DETAILED_FIELDS);
     expect(detailed).toMatchObject({
-      email: 'Sales@gmail.com',
-      user: 'Sales',
+      // RFC 2142 2: role mailbox names are case-insensitive; the parser writes them lowercase.
+      email: 'sales@gmail.com',
+      user: 'sales',
       domain: 'gmail.com',
       mx_record: 'gmail-smtp-in.l.google.com',
       smtp_provider: 'google',
