@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
 import type { Dns, MxAnswer } from '../../src/ports/dns.js';
@@ -213,6 +213,63 @@ describe.each(stores)('batch audit (%s)', (_name, makeStore) => {
       used: 5,
       total: 5,
     });
+  });
+});
+
+describe.each(stores)('a job waiting for a runner (%s)', (_name, makeStore) => {
+  afterEach(() => vi.useRealTimers());
+
+  it('keeps its hold while it waits: a sweep and other spending cannot starve it', async () => {
+    // Only the runner's renewal timer is faked, so that it fires when the test says.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    // From the real now: the stores' own sweep timers read the real time.
+    let now = Date.now();
+    const clock = { now: () => now };
+    const dns = gatedDns({ 'example.org': ['mx.example.org'] });
+    const store = makeStore();
+    const service = createService({
+      engine: createEngine({ dns }),
+      store,
+      clock,
+      batch: { jobsAtOnce: 1, holdTtlMs: 60_000, renewEveryMs: 10_000 },
+    });
+    try {
+      const account = await service.admin.createAccount({ email: 'o@example.org', credits: 4 });
+      const caller = { accountId: account.id };
+      const running = await service.submitBatch(caller, {
+        emails: ['a@example.org'],
+        method: 'quick',
+      });
+      // The only runner is busy: this one waits, 2 credits held.
+      const waiting = await service.submitBatch(caller, {
+        emails: ['b@example.org', 'c@example.org'],
+        method: 'quick',
+      });
+      expect(await store.balance(caller.accountId)).toMatchObject({ available: 1, reserved: 3 });
+      // Two minutes pass, the renewals fire, then the sweeper runs.
+      for (let i = 0; i < 12; i++) {
+        now += 10_000;
+        await vi.advanceTimersByTimeAsync(10_000);
+      }
+      await service.admin.sweepHolds();
+      expect(await store.balance(caller.accountId)).toMatchObject({ available: 1, reserved: 3 });
+      // The credit left is spent elsewhere; the waiting job still has what it was promised.
+      await service.submitBatch(caller, { emails: ['d@example.net'], method: 'quick' });
+      dns.open();
+      await service.batchWork.idle();
+      for (const id of [running.id, waiting.id]) {
+        expect(await service.batchStatus(caller, id)).toMatchObject({ status: 'completed' });
+      }
+      expect(await store.balance(caller.accountId)).toEqual({
+        available: 0,
+        reserved: 0,
+        used: 4,
+        total: 4,
+      });
+    } finally {
+      dns.open();
+      await service.stop();
+    }
   });
 });
 

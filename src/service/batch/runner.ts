@@ -24,12 +24,30 @@ export function inProcessRunner(options: { jobsAtOnce: number }): BatchRunnerFac
 }
 
 function createRunner(work: JobWork, jobsAtOnce: number): BatchRunner {
-  const { store } = work.ctx;
+  const { store, clock } = work.ctx;
   const waiting: JobRecord[] = [];
   const running = new Map<string, Promise<void>>();
   let controller = new AbortController();
+  let renewal: ReturnType<typeof setInterval> | undefined;
+
+  /**
+   * A job waiting for a free runner keeps its hold too (DESIGN 5.3: reserved at submission):
+   * left to lapse behind long jobs, the sweeper released it, the account could spend it, and
+   * the job failed for credits it had been promised.
+   */
+  function renewWaiting(): void {
+    const expiresAt = clock.now() + work.settings.holdTtlMs;
+    for (const job of waiting) {
+      if (job.reservation === null) continue;
+      store.renewHold(job.accountId, job.reservation, expiresAt).catch(() => undefined);
+    }
+  }
 
   function pump(): void {
+    if (waiting.length > 0 && renewal === undefined) {
+      renewal = setInterval(renewWaiting, work.settings.renewEveryMs);
+      renewal.unref();
+    }
     while (running.size < jobsAtOnce && waiting.length > 0) {
       const job = waiting.shift() as JobRecord;
       const run = runJob(job, controller.signal)
@@ -39,6 +57,10 @@ function createRunner(work: JobWork, jobsAtOnce: number): BatchRunner {
           pump();
         });
       running.set(job.id, run);
+    }
+    if (waiting.length === 0 && renewal !== undefined) {
+      clearInterval(renewal);
+      renewal = undefined;
     }
   }
 
@@ -66,6 +88,8 @@ function createRunner(work: JobWork, jobsAtOnce: number): BatchRunner {
     },
     async stop() {
       waiting.length = 0;
+      clearInterval(renewal);
+      renewal = undefined;
       controller.abort(new Error('The batch runner stopped.'));
       await Promise.allSettled([...running.values()]);
       controller = new AbortController();
