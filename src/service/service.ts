@@ -13,6 +13,8 @@ import { createContext } from './context.js';
 import { createFilters, type Filters } from './filters.js';
 import { PUBLIC_KEY_DAILY_LIMIT } from './plans.js';
 import { createRateLimits } from './rate-limits.js';
+import { invalidRequest } from './service-error.js';
+import { requireInteger, requireObject } from './validate.js';
 
 export type { AccountAdmin, AccountInfo, AccountObject, NewAccount } from './account.js';
 export type { CreditAdmin, ServiceAdmin } from './admin.js';
@@ -91,7 +93,8 @@ export interface Service
  * const caller = await service.authenticate({ authorization: `Bearer ${secret}`, endpoint: 'verify' });
  * const { verdict, charged } = await service.verify(caller, 'alice@example.org', { method: 'quick' });
  */
-export function createService(options: ServiceOptions): Service {
+export function createService(serviceOptions: ServiceOptions): Service {
+  const options = checkedOptions(serviceOptions);
   const { engine, store } = options;
   const ctx = createContext({
     engine,
@@ -134,4 +137,47 @@ export function createService(options: ServiceOptions): Service {
     },
     batchWork: batches.work,
   };
+}
+
+/**
+ * The options, each checked before the service is built: a missing store or engine is an
+ * invalid_request naming it rather than a TypeError at the first request, and a daily limit of
+ * NaN (which every count compares below) cannot leave public keys unlimited.
+ */
+function checkedOptions(value: unknown): ServiceOptions {
+  const options = requireObject(value, 'options');
+  const hasMethods = (part: unknown, names: readonly string[]) =>
+    typeof part === 'object' &&
+    part !== null &&
+    names.every((name) => typeof (part as Record<string, unknown>)[name] === 'function');
+  if (!hasMethods(options.engine, ['verify', 'verifySync', 'parse', 'cost'])) {
+    throw invalidRequest('engine', 'engine must be an Engine from createEngine()');
+  }
+  if (!hasMethods(options.store, ['applyLedger', 'commitLedger', 'rateCounter', 'getAccount'])) {
+    throw invalidRequest(
+      'store',
+      'store must be a Store (createMemoryStore, createSqliteStore, ...)',
+    );
+  }
+  if (options.clock !== undefined && !hasMethods(options.clock, ['now'])) {
+    throw invalidRequest('clock', 'clock must be an object with a now() method');
+  }
+  if (options.random !== undefined && typeof options.random !== 'function') {
+    throw invalidRequest('random', 'random must be a function returning random bytes');
+  }
+  if (
+    options.observer !== undefined &&
+    (typeof options.observer !== 'object' || options.observer === null)
+  ) {
+    throw invalidRequest('observer', 'observer must be an object');
+  }
+  if (options.publicKeyDailyLimit !== undefined) {
+    requireInteger(
+      options.publicKeyDailyLimit,
+      'public_key_daily_limit',
+      1,
+      Number.MAX_SAFE_INTEGER,
+    );
+  }
+  return options as unknown as ServiceOptions;
 }

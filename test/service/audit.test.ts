@@ -4,8 +4,10 @@
  * may change what is stored. Every case runs on the memory store and on SQLite.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createEngine } from '../../src/engine/engine.js';
 import type { Store } from '../../src/ports/store.js';
 import { ServiceError } from '../../src/service/service-error.js';
+import { createService } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { fixture as baseFixture, refusal } from './helpers.js';
@@ -259,5 +261,38 @@ describe.each(stores)('amounts at Number.MAX_SAFE_INTEGER on the %s store', (_na
 
     const rich = await service.admin.createAccount({ email: 'rich@example.org', credits: top });
     expect(rich.credits.total).toBe(top);
+  });
+});
+
+describe('createService with wrong options', () => {
+  it('throws invalid_request naming the option, never a TypeError or a silent unlimited', () => {
+    const engine = createEngine({ offline: true });
+    const store = createMemoryStore();
+    const cases: [unknown, string][] = [
+      [undefined, 'options'],
+      [null, 'options'],
+      [{ store }, 'engine'],
+      [{ engine }, 'store'],
+      [{ engine, store: {} }, 'store'],
+      [{ engine, store, clock: {} }, 'clock'],
+      [{ engine, store, random: 5 }, 'random'],
+      [{ engine, store, observer: 'x' }, 'observer'],
+      ...[Number.NaN, -1, 0, 1.5, '5', Infinity, 10n].map((limit): [unknown, string] => [
+        { engine, store, publicKeyDailyLimit: limit },
+        'public_key_daily_limit',
+      ]),
+    ];
+    for (const [options, field] of cases) {
+      let error: unknown;
+      try {
+        createService(options as never);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, field).toBeInstanceOf(ServiceError);
+      expect((error as ServiceError).code, field).toBe('invalid_request');
+      expect((error as ServiceError).context.field, field).toBe(field);
+    }
+    expect(() => createService({ engine, store, publicKeyDailyLimit: 3 })).not.toThrow();
   });
 });
