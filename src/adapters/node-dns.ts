@@ -87,6 +87,7 @@ const SERVER_FAILURES: ReadonlySet<string> = new Set([
 function firstAnswer<T>(queries: readonly Promise<T>[], otherwise: unknown): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let pending = queries.length;
+    if (pending === 0) reject(otherwise as Error);
     const failed = () => {
       if (--pending === 0) reject(otherwise as Error);
     };
