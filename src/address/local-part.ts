@@ -60,8 +60,15 @@ const CASE_INSENSITIVE_MAILBOXES: ReadonlySet<string> = new Set([
 export function foldMailboxName(local: string): string {
   // 'noc' to 'postmaster': most local parts are decided by their length.
   if (local.length < 3 || local.length > 10) return local;
+  // Only a name with an uppercase ASCII letter changes: no lowercase copy for the others.
+  let upper = false;
+  for (let i = 0; i < local.length && !upper; i++) {
+    const code = local.charCodeAt(i);
+    upper = code >= 0x41 && code <= 0x5a;
+  }
+  if (!upper) return local;
   const lower = local.toLowerCase();
-  return lower !== local && CASE_INSENSITIVE_MAILBOXES.has(lower) ? lower : local;
+  return CASE_INSENSITIVE_MAILBOXES.has(lower) ? lower : local;
 }
 
 /** Parses the part before the @-sign. Linear in its length. */
