@@ -3,6 +3,7 @@ import type * as dnsPacket from 'dns-packet';
 import { createNodeDns } from '../../src/adapters/node-dns.js';
 import { createCachedDns } from '../../src/dns/cached-dns.js';
 import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
+import { startScriptedServer } from '../helpers/smtp-server.js';
 import {
   startScriptedDnsServer,
   type ScriptedDnsServer,
@@ -428,5 +429,62 @@ describe('configured servers, timeouts and tries', () => {
     expect(() => createNodeDns({ timeoutMs: 0 })).toThrow(/timeoutMs/);
     expect(() => createNodeDns({ timeoutMs: Number.NaN })).toThrow(/timeoutMs/);
     expect(() => createNodeDns({ timeoutMs: 3_000_000_000, tries: 1 })).not.toThrow();
+  });
+});
+
+describe('the smtp method on DNS from loopback', () => {
+  const SMTP = {
+    allowPrivateNetworks: true,
+    heloName: 'probe.example.net',
+    mailFrom: 'verify@example.net',
+    connectTimeoutMs: 1_000,
+    bannerTimeoutMs: 1_000,
+    commandTimeoutMs: 1_000,
+    sessionDeadlineMs: 3_000,
+    quitTimeoutMs: 200,
+  };
+
+  it('reaches the mail host by MX name, by an IP-address exchange and by implicit MX, past one that does not resolve', async () => {
+    const smtp = await startScriptedServer({
+      mailboxes: {
+        'ann@named-audit.com': 'accept',
+        'ann@literal-audit.com': 'accept',
+        'ann@implicit-audit.com': 'accept',
+      },
+    });
+    try {
+      const { engine } = await engineOn(
+        {
+          'named-audit.com': {
+            mx: [
+              [5, 'gone.named-audit.com'],
+              [10, 'mx.named-audit.com'],
+            ],
+          },
+          'mx.named-audit.com': { a: ['127.0.0.1'] },
+          'literal-audit.com': { mx: [[10, '127.0.0.1']] },
+          'implicit-audit.com': { a: ['127.0.0.1'] },
+        },
+        undefined,
+        { smtpOptions: { ...SMTP, port: smtp.port } },
+      );
+      for (const domain of ['named-audit.com', 'literal-audit.com', 'implicit-audit.com']) {
+        const verdict = await engine.verify(`ann@${domain}`, { method: 'smtp' });
+        expect([domain, verdict.state, verdict.reason]).toEqual([
+          domain,
+          'deliverable',
+          'accepted_email',
+        ]);
+      }
+      expect(smtp.rcpts).toEqual(
+        expect.arrayContaining([
+          'ann@named-audit.com',
+          'ann@literal-audit.com',
+          'ann@implicit-audit.com',
+        ]),
+      );
+    } finally {
+      await smtp.close();
+    }
   });
 });
