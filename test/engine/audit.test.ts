@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
 import { DELIVERABLE_CEILING } from '../../src/engine/score.js';
 
@@ -14,5 +15,36 @@ describe('audit: evidence behind a score', () => {
       expect(verdict.score).toBe(DELIVERABLE_CEILING.offline);
       expect(verdict.score).toBe((await engine.verify('ann@example.org')).score);
     }
+  });
+});
+
+describe('audit: facts of reserved and ISP domains', () => {
+  const engine = createEngine({
+    dns: createMemoryDns({
+      'example.com': { kind: 'null_mx' },
+      'nc.rr.com': ['hd-mx.charter.net'],
+    }),
+  });
+
+  it('example.com is undeliverable for its null MX, not disposable', async () => {
+    expect(await engine.verify('ann@example.com')).toMatchObject({
+      state: 'undeliverable',
+      reason: 'invalid_domain',
+      disposable: false,
+      riskFactors: ['null_mx'],
+    });
+  });
+
+  it('a regional Road Runner mailbox is at a free provider, and POSTMASTER is postmaster', async () => {
+    expect(await engine.verify('ann@nc.rr.com')).toMatchObject({
+      state: 'deliverable',
+      free: true,
+      riskFactors: ['free'],
+    });
+    expect(await engine.verify('POSTMASTER@nc.rr.com')).toMatchObject({
+      email: 'postmaster@nc.rr.com',
+      user: 'postmaster',
+      role: true,
+    });
   });
 });
