@@ -31,14 +31,16 @@ const RECHECK_FAILED_MS = 30_000;
 const UNRELIABLE: MxAnswer = Object.freeze({ kind: 'failure', code: 'unreliable' });
 
 /**
- * Puts a canary in front of a Dns. A sandbox or captive network answers NXDOMAIN for every
- * name, and some ISP resolvers answer an address for names that do not exist: believed, the
- * first makes gmail.com undeliverable and the second makes every typo deliverable. So before
- * an NXDOMAIN, a no-records (NODATA) or an implicit-MX answer is taken as evidence, the
- * resolver is checked once (then again only when the check expires): a name that must exist
- * has to resolve, and a random name must not. While it fails, those answers become a failure
- * (`unreliable`), never a verdict. Record answers are passed through: a resolver inventing MX records is not a
- * failure this catches. The check costs nothing until a suspicious answer arrives.
+ * Puts a canary in front of a Dns. A sandbox or captive network answers NXDOMAIN (or NODATA)
+ * for every name, and some ISP resolvers answer an address for names that do not exist:
+ * believed, the first makes gmail.com undeliverable and the second makes every typo
+ * deliverable. So before an NXDOMAIN, a no-records or an implicit-MX answer is taken as
+ * evidence, the resolver is checked once (then again only when the check expires): a name
+ * that must exist has to resolve, and a random name must not. While it fails, NXDOMAIN and
+ * implicit-MX answers become a failure (`unreliable`), never a verdict, and so do no-records
+ * answers from a resolver that denies names. Record answers are passed through: a resolver
+ * inventing MX records is not a failure this catches. The check costs nothing until a
+ * suspicious answer arrives.
  */
 export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns {
   const clock = options.clock ?? systemClock;
@@ -121,8 +123,6 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
     health: () => health,
     async mx(domain, signal) {
       const answer = await inner.mx(domain, signal);
-      // NODATA is a denial too: a sandbox that answers NOERROR with nothing for every name
-      // would otherwise make gmail.com undeliverable (no_mx) without the check ever running.
       if (
         answer.kind !== 'nxdomain' &&
         answer.kind !== 'no_records' &&
@@ -130,8 +130,15 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
       ) {
         return answer;
       }
-      const { status } = await currentHealth();
-      return status === 'lying' ? UNRELIABLE : answer;
+      const checked = await currentHealth();
+      if (checked.status !== 'lying') return answer;
+      // NODATA is a denial too, doubted only from a resolver that denies: a sandbox answering
+      // NOERROR with nothing for every name made gmail.com undeliverable (no_mx). A resolver
+      // that invents addresses for missing names hides nothing, so its NODATA stands.
+      if (answer.kind === 'no_records' && checked.problem !== 'denies_existing_names') {
+        return answer;
+      }
+      return UNRELIABLE;
     },
     ...optional('addresses', innerAddresses),
   };

@@ -101,6 +101,19 @@ describe('DNS canary (DESIGN 4)', () => {
     expect(changes).toEqual([]);
   });
 
+  it('keeps a no-records answer as evidence from a resolver that only invents names', async () => {
+    // NXDOMAIN rewriting adds addresses; it never hides records a name has.
+    const { dns, changes } = setup({
+      'big-mail.test': ['mx.big-mail.test'],
+      'surely-not-there.test': { kind: 'implicit', host: 'surely-not-there.test' },
+      'empty.test': { kind: 'no_records' },
+      'typo.test': { kind: 'implicit', host: 'typo.test' },
+    });
+    expect(await dns.mx('typo.test')).toEqual(UNRELIABLE);
+    expect(await dns.mx('empty.test')).toEqual({ kind: 'no_records' });
+    expect(changes.map((c) => c.status)).toEqual(['lying']);
+  });
+
   it('counts only the canary names that got an answer: one refused name hides no lie', async () => {
     const inner = createMemoryDns({ 'yahoo.test': { kind: 'failure', code: 'refused' } });
     const dns = createCanaryDns(inner, {
