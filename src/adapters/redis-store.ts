@@ -11,6 +11,7 @@ import type {
   ReservationState,
   Store,
 } from '../ports/store.js';
+import { withKeyChanges } from '../ports/store.js';
 import { rangeShape } from '../service/ip-ranges.js';
 import {
   applyLedgerCommit,
@@ -218,7 +219,7 @@ export function createRedisStore(redis: string | Redis, options: RedisStoreOptio
         hash,
         (key) => {
           if (key === undefined) return { result: undefined };
-          const updated = { ...key, ...changes };
+          const updated = withKeyChanges(key, changes);
           return {
             result: updated,
             commands: [['hset', keys.keysByHash, hash, JSON.stringify(updated)]],

@@ -15,6 +15,7 @@ import type {
   WindowCount,
   Store,
 } from '../ports/store.js';
+import { withKeyChanges } from '../ports/store.js';
 import {
   applyLedgerCommit,
   applyLedgerRequest,
@@ -285,7 +286,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
         inTransaction(() => {
           const current = keyFrom(statements.key.get(id));
           if (current === undefined) return undefined;
-          const updated = { ...current, ...changes };
+          const updated = withKeyChanges(current, changes);
           statements.updateKey.run(
             updated.name,
             JSON.stringify(updated.allowedIps),

@@ -42,7 +42,24 @@ export interface KeyRecord {
 
 export type KeyChanges = Partial<
   Pick<KeyRecord, 'name' | 'allowedIps' | 'trustedDomains' | 'revokedAt' | 'expiresAt'>
->;
+> & {
+  /**
+   * The key expires by then at the latest: `expiresAt` becomes the earlier of the stored one
+   * and this, decided in the store's own read-modify-write, so that two rotations at once
+   * can only shorten a grace period, never extend it (DESIGN 5.1).
+   */
+  readonly expiresAtMost?: number;
+};
+
+/** A key with `changes` applied, as every store applies them (inside its atomic update). */
+export function withKeyChanges(key: KeyRecord, changes: KeyChanges): KeyRecord {
+  const { expiresAtMost, ...fields } = changes;
+  const updated = { ...key, ...fields };
+  if (expiresAtMost === undefined) return updated;
+  const expiresAt =
+    updated.expiresAt === null ? expiresAtMost : Math.min(updated.expiresAt, expiresAtMost);
+  return { ...updated, expiresAt };
+}
 
 export type FilterType = 'email' | 'domain' | 'ip_address';
 export type FilterAction = 'block' | 'allow';

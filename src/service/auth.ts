@@ -1,4 +1,4 @@
-import type { AccountRecord, KeyRecord } from '../ports/store.js';
+import type { AccountRecord, KeyChanges, KeyRecord } from '../ports/store.js';
 import { hashKey, issueKey, keyKind, presentedKey, type KeyKind } from './api-keys.js';
 import { accountOf, type ServiceContext } from './context.js';
 import { type KnownKey } from './key-cache.js';
@@ -168,8 +168,18 @@ export function createAuth(ctx: ServiceContext): Auth {
     updateKey: (accountId, keyId, changes) =>
       answering(async () => {
         const key = await ownKey(accountId, keyId);
-        const settings = keySettings(key.kind, requireObject(changes, 'changes'), key);
-        return keyInfo((await changeKey(key.id, settings)) ?? key);
+        const fields = requireObject(changes, 'changes');
+        const settings = keySettings(key.kind, fields, key);
+        // Only what was given is written: an update running beside this one keeps its change
+        // (the settings as a whole were checked against the key as read).
+        const given: KeyChanges = {
+          ...(fields.name === undefined ? {} : { name: settings.name }),
+          ...(fields.allowedIps === undefined ? {} : { allowedIps: settings.allowedIps }),
+          ...(fields.trustedDomains === undefined
+            ? {}
+            : { trustedDomains: settings.trustedDomains }),
+        };
+        return keyInfo((await changeKey(key.id, given)) ?? key);
       }),
     revokeKey: (accountId, keyId) =>
       answering(async () => {
@@ -199,12 +209,11 @@ export function createAuth(ctx: ServiceContext): Auth {
         const now = clock.now();
         // A grace period only ever shortens: rotating again during one (a retried deployment,
         // a second rotation) must not keep a leaked old key alive longer (DESIGN 5.1).
-        const ends = now + graceSeconds * 1000;
+        // The store takes the earlier of the two ends in its own update: two rotations at
+        // once cannot both read "no end yet" and let the later write extend the period.
         await changeKey(
           key.id,
-          graceSeconds === 0
-            ? { revokedAt: now }
-            : { expiresAt: key.expiresAt === null ? ends : Math.min(key.expiresAt, ends) },
+          graceSeconds === 0 ? { revokedAt: now } : { expiresAtMost: now + graceSeconds * 1000 },
         );
         return replacement;
       }),

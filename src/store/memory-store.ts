@@ -8,6 +8,7 @@ import type {
   RateCounter,
   Store,
 } from '../ports/store.js';
+import { withKeyChanges } from '../ports/store.js';
 import {
   applyLedgerCommit,
   applyLedgerRequest,
@@ -227,7 +228,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       open();
       const key = keys.get(id);
       if (key === undefined) return undefined;
-      const updated = copyKey({ ...key, ...changes });
+      const updated = copyKey(withKeyChanges(key, changes));
       keys.set(id, updated);
       return copyKey(updated);
     },

@@ -296,3 +296,37 @@ describe('createService with wrong options', () => {
     expect(() => createService({ engine, store, publicKeyDailyLimit: 3 })).not.toThrow();
   });
 });
+
+describe.each(stores)('concurrent key administration on the %s store', (_name, makeStore) => {
+  const at = Date.UTC(2026, 0, 1);
+  const make = async () => {
+    const service = createService({
+      engine: createEngine({ offline: true }),
+      store: makeStore(),
+      clock: { now: () => at },
+    });
+    const account = await service.admin.createAccount({ email: 'ops@example.org' });
+    const created = await service.admin.createKey(account.id);
+    const get = async () =>
+      (await service.admin.listKeys(account.id)).find((key) => key.id === created.key.id)!;
+    return { service, accountId: account.id, keyId: created.key.id, get };
+  };
+
+  it('never extends a grace period, even by two rotations at once', async () => {
+    const { service, accountId, keyId, get } = await make();
+    await Promise.all([
+      service.admin.rotateKey(accountId, keyId, { graceSeconds: 60 }),
+      service.admin.rotateKey(accountId, keyId, { graceSeconds: 86_400 }),
+    ]);
+    expect((await get()).expiresAt).toBe(at + 60_000);
+  });
+
+  it('loses no change when two updates of one key run at once', async () => {
+    const { service, accountId, keyId, get } = await make();
+    await Promise.all([
+      service.admin.updateKey(accountId, keyId, { name: 'deploy' }),
+      service.admin.updateKey(accountId, keyId, { allowedIps: ['203.0.113.0/24'] }),
+    ]);
+    expect(await get()).toMatchObject({ name: 'deploy', allowedIps: ['203.0.113.0/24'] });
+  });
+});
