@@ -55,9 +55,10 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
   // and only once it answers truthfully (not merely because it stopped answering).
   let announcedLying = false;
 
-  function currentHealth(): Promise<DnsHealth> {
+  /** The resolver's health, checked when the last check has expired; `seen` is an answer in hand. */
+  function currentHealth(seen: Seen): Promise<DnsHealth> {
     if (clock.now() < validUntil) return Promise.resolve(health);
-    checking ??= check().then(
+    checking ??= check(seen).then(
       (next) => {
         checking = undefined;
         validUntil = clock.now() + (next.status === 'healthy' ? healthyForMs : recheckFailedMs);
@@ -79,9 +80,13 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
     return checking;
   }
 
-  async function check(): Promise<DnsHealth> {
+  async function check(seen: Seen): Promise<DnsHealth> {
     const [existing, invented] = await Promise.all([
-      Promise.all(mustExist.map((domain) => inner.mx(domain))),
+      // The answer that set off the check may be about a canary name (gmail.com itself):
+      // asking again would only send the same question twice.
+      Promise.all(
+        mustExist.map((domain) => (sameName(domain, seen.domain) ? seen.answer : inner.mx(domain))),
+      ),
       inner.mx(mustNotExist()),
     ]);
     const checkedAt = clock.now();
@@ -130,7 +135,7 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
       ) {
         return answer;
       }
-      const checked = await currentHealth();
+      const checked = await currentHealth({ domain, answer });
       if (checked.status !== 'lying') return answer;
       // NODATA is a denial too, doubted only from a resolver that denies: a sandbox answering
       // NOERROR with nothing for every name made gmail.com undeliverable (no_mx). A resolver
@@ -142,6 +147,16 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
     },
     ...optional('addresses', innerAddresses),
   };
+}
+
+/** An answer already had, for a name the check may need. */
+interface Seen {
+  readonly domain: string;
+  readonly answer: MxAnswer;
+}
+
+function sameName(a: string, b: string): boolean {
+  return a.toLowerCase().replace(/\.$/, '') === b.toLowerCase().replace(/\.$/, '');
 }
 
 function deniesExistence(answer: MxAnswer): boolean {

@@ -157,6 +157,25 @@ describe('a resolver that lies', () => {
     expect(engine.dnsHealth()).toMatchObject({ status: 'lying', problem: 'denies_existing_names' });
   });
 
+  it('1,000 concurrent verifies of gmail.com on a sandbox that denies it ask about gmail.com once', async () => {
+    const server = await serve({});
+    const warnings: string[] = [];
+    const engine = createEngine({
+      dnsOptions: { servers: [server.address], timeoutMs: 1_000, tries: 1 },
+      onWarning: (message) => warnings.push(message),
+    });
+    const verdicts = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => engine.verify(`u${i}@gmail.com`, { method: 'quick' })),
+    );
+    expect(new Set(verdicts.map((v) => `${v.state} ${v.reason}`))).toEqual(
+      new Set(['risky no_connect']),
+    );
+    expect(server.questions.filter((q) => q.type === 'MX' && q.name === 'gmail.com')).toHaveLength(
+      1,
+    );
+    expect(warnings).toHaveLength(1);
+  });
+
   it('answering NXDOMAIN for every name it answers is caught though one canary name fails', async () => {
     // A sandbox that refuses some names and denies the rest: no big mail domain resolves.
     const server = await serve({ 'yahoo.com': { rcode: 'REFUSED' } });
