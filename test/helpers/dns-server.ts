@@ -126,6 +126,8 @@ export interface ScriptedDnsServer {
 export async function startScriptedDnsServer(
   script: (question: ScriptedQuestion) => ScriptedReply | null,
   host: '127.0.0.1' | '::1' = '127.0.0.1',
+  /** `false`: no TCP listener, so a truncated answer cannot be followed. */
+  tcpToo = true,
 ): Promise<ScriptedDnsServer> {
   const questions: ScriptedQuestion[] = [];
   const respond = (
@@ -205,6 +207,7 @@ export async function startScriptedDnsServer(
   });
   // The TCP port is the UDP one; were it taken, the server would still answer over UDP.
   await new Promise<void>((resolve) => {
+    if (!tcpToo) return resolve();
     tcp.once('error', () => resolve());
     tcp.listen(port, host, () => resolve());
   });

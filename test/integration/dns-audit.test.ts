@@ -241,6 +241,30 @@ describe('what the resolver asks and how often', () => {
     expect(server.questions.some((q) => q.transport === 'tcp')).toBe(true);
   });
 
+  it('a truncated answer that cannot be had over TCP is no evidence', async () => {
+    const udpOnly = await startScriptedDnsServer(
+      (q) => ({ truncateUdp: true, ...reply({ mx: [[10, 'mx.tc-audit.com']] }, q) }),
+      '127.0.0.1',
+      false,
+    );
+    servers.push(udpOnly);
+    const dns = createNodeDns({ servers: [udpOnly.address], timeoutMs: 1_000, tries: 1 });
+    expect((await dns.mx('tc-audit.com')).kind).toBe('failure');
+  });
+
+  it('takes an answer whose question differs only in case (RFC 4343)', async () => {
+    const shouting = await startScriptedDnsServer((q) => ({
+      ...reply({ mx: [[10, 'MX.Case-Audit.COM']] }, q),
+      questionName: q.name.toUpperCase(),
+    }));
+    servers.push(shouting);
+    const dns = createNodeDns({ servers: [shouting.address], timeoutMs: 1_000, tries: 1 });
+    expect(await dns.mx('case-audit.com')).toEqual({
+      kind: 'records',
+      hosts: [{ exchange: 'mx.case-audit.com', priority: 10 }],
+    });
+  });
+
   it('reaches a configured server on IPv6 loopback with its port', async () => {
     const server = await serve(
       { ...CANARY_ZONE, 'v6-audit.com': { mx: [[10, 'mx.v6-audit.com']] } },
