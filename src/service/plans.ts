@@ -12,11 +12,13 @@ export interface Plan {
   readonly perDay: number;
 }
 
+// Each plan frozen too, not only the table: every Caller carries one of these objects, and a
+// host that changed its caller's `plan.perMinute` would otherwise lift it for every key.
 export const PLANS: Readonly<Record<PlanName, Plan>> = Object.freeze({
-  free: { name: 'free', perMinute: 10, perDay: 100 },
-  starter: { name: 'starter', perMinute: 60, perDay: 10_000 },
-  professional: { name: 'professional', perMinute: 120, perDay: 50_000 },
-  enterprise: { name: 'enterprise', perMinute: 300, perDay: 500_000 },
+  free: Object.freeze({ name: 'free', perMinute: 10, perDay: 100 }),
+  starter: Object.freeze({ name: 'starter', perMinute: 60, perDay: 10_000 }),
+  professional: Object.freeze({ name: 'professional', perMinute: 120, perDay: 50_000 }),
+  enterprise: Object.freeze({ name: 'enterprise', perMinute: 300, perDay: 500_000 }),
 });
 
 export const PLAN_NAMES = Object.keys(PLANS) as readonly PlanName[];

@@ -330,3 +330,30 @@ describe.each(stores)('concurrent key administration on the %s store', (_name, m
     expect(await get()).toMatchObject({ name: 'deploy', allowedIps: ['203.0.113.0/24'] });
   });
 });
+
+describe.each(stores)('the plan a Caller carries, on the %s store', (_name, makeStore) => {
+  it('cannot be changed by a host to lift the limits of every key on the plan', async () => {
+    const { service, accountId } = await baseFixture({
+      store: makeStore(),
+      account: { plan: 'free' },
+    });
+    const { secret } = await service.admin.createKey(accountId);
+    const request = { authorization: `Bearer ${secret}`, endpoint: 'verify' as const };
+    const caller = await service.authenticate(request);
+    scribble(() => {
+      (caller.plan as { perMinute: number }).perMinute = 1_000_000;
+      (caller.plan as { perDay: number }).perDay = 1_000_000;
+    });
+    let admitted = 1;
+    for (let i = 0; i < 20; i++) {
+      if (
+        await service.authenticate(request).then(
+          () => true,
+          () => false,
+        )
+      )
+        admitted++;
+    }
+    expect(admitted).toBe(10);
+  });
+});
