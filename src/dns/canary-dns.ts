@@ -65,12 +65,14 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
         // Said once when the resolver starts lying and once when it is truthful again: never
         // per address, and not again while it goes from lying to unreachable and back.
         const turned = announcedLying ? next.status === 'healthy' : next.status === 'lying';
-        health = next;
+        // A resolver that lied and then stops answering the check has not been seen truthful:
+        // it stays lying (its NXDOMAIN no evidence) until a check it passes.
+        if (!(announcedLying && next.status === 'unreachable')) health = next;
         if (turned) {
           announcedLying = next.status === 'lying';
           options.onChange?.(next);
         }
-        return next;
+        return health;
       },
       (error: unknown) => {
         checking = undefined;
