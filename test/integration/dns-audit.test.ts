@@ -176,6 +176,28 @@ describe('a resolver that lies', () => {
     expect(warnings).toHaveLength(1);
   });
 
+  it('inventing addresses for missing names makes typos risky, while an empty domain stays no_mx', async () => {
+    const { engine, warnings } = await engineOn(
+      { 'empty-audit.com': {}, 'real-audit.com': { mx: [[10, 'mx.real-audit.com']] } },
+      { a: ['192.0.2.80'] },
+    );
+    const [typo, empty, real] = await Promise.all(
+      ['ann@gmial-audit.com', 'ann@empty-audit.com', 'ann@real-audit.com'].map((address) =>
+        engine.verify(address, { method: 'standard' }),
+      ),
+    );
+    expect([typo?.state, typo?.reason]).toEqual(['risky', 'no_connect']);
+    expect(typo?.riskFactors).toContain('dns_unavailable');
+    expect([empty?.state, empty?.reason, empty?.riskFactors]).toEqual([
+      'undeliverable',
+      'invalid_domain',
+      ['no_mx'],
+    ]);
+    expect(real?.state).toBe('deliverable');
+    expect(warnings).toHaveLength(1);
+    expect(engine.dnsHealth()).toMatchObject({ problem: 'answers_nonexistent_names' });
+  });
+
   it('answering NXDOMAIN for every name it answers is caught though one canary name fails', async () => {
     // A sandbox that refuses some names and denies the rest: no big mail domain resolves.
     const server = await serve({ 'yahoo.com': { rcode: 'REFUSED' } });
