@@ -357,3 +357,24 @@ describe.each(stores)('the plan a Caller carries, on the %s store', (_name, make
     expect(admitted).toBe(10);
   });
 });
+
+describe.each(stores)('verdicts handed to a host, on the %s store', (_name, makeStore) => {
+  it("are its own: changing one's risk factors changes no later verdict", async () => {
+    const { service, accountId } = await baseFixture({ store: makeStore() });
+    await service.createFilter(
+      { accountId },
+      {
+        type: 'domain',
+        value: 'blocked.example',
+        action: 'block',
+      },
+    );
+    for (const email of ['risky@example.com', 'a@blocked.example']) {
+      const first = await service.verify({ accountId }, email, { method: 'quick' });
+      const expected = [...first.verdict.riskFactors];
+      scribble(() => (first.verdict.riskFactors as string[]).push('scribbled'));
+      const again = await service.verify({ accountId }, email, { method: 'quick' });
+      expect(again.verdict.riskFactors, email).toEqual(expected);
+    }
+  });
+});
