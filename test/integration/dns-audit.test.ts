@@ -368,7 +368,7 @@ describe('implicit MX (RFC 5321 5.1) and odd exchanges', () => {
     expect(verdict.riskFactors).toEqual(['dns_unavailable']);
   });
 
-  it('an exchange behind a CNAME answer, or named in upper case with the root dot, is a mail host', async () => {
+  it('an exchange named in upper case with the root dot is the lowercase mail host', async () => {
     const { engine } = await engineOn({
       'upper-audit.com': { mx: [[10, 'MX.Upper-Audit.COM.']] },
     });
