@@ -160,8 +160,15 @@ class VerifyManyRun implements VerifyManyIterator {
   #nextIndex = 0;
   #exhausted = false;
   #finished = false;
-  /** A bad item ends the reading; it is thrown once the results before it are delivered. */
-  #badInput: TypeError | undefined;
+  /**
+   * A bad item, or a source that failed, ends the reading; the error is thrown once the
+   * results before it are delivered.
+   */
+  #badInput: { readonly error: unknown } | undefined;
+  /** The source's next item, while an async source has not given it yet. */
+  #reading: Promise<void> | undefined;
+  /** Resolves when the caller's signal aborts: a wait on a silent source ends then too. */
+  readonly #aborted: Promise<void> | undefined;
   #wake: (() => void) | undefined;
   #waiting: Promise<IteratorResult<VerifyManyResult, undefined>> | undefined;
 
@@ -179,6 +186,14 @@ class VerifyManyRun implements VerifyManyIterator {
     this.#signal = options.signal;
     // Every verification in flight listens to the caller's signal: thousands, by design.
     if (options.signal !== undefined) setMaxListeners(0, options.signal);
+    const { signal } = options;
+    this.#aborted =
+      signal === undefined
+        ? undefined
+        : new Promise((resolve) => {
+            if (signal.aborted) resolve();
+            else signal.addEventListener('abort', () => resolve(), { once: true });
+          });
     this.#verifyOptions = {
       ...(options.method === undefined ? {} : { method: options.method }),
       ...(options.retryGreylisted === undefined
@@ -214,7 +229,9 @@ class VerifyManyRun implements VerifyManyIterator {
     // Checked first: an offline run always has a result ready and would never look otherwise.
     if (this.#signal?.aborted === true) return this.#fail(this.#signal.reason);
     const reading = this.#fill();
-    if (reading !== undefined) return this.#wait(reading);
+    // A result that is ready goes out even while the source has not given its next item: a
+    // source that is slow to write (`tail -f log | mailverdict batch -`) held every result
+    // until the window of 1,024 addresses or more had been read.
     const outcome = this.#ready.shift();
     if (outcome !== undefined) {
       const group = this.#readyGroups.shift();
@@ -222,11 +239,15 @@ class VerifyManyRun implements VerifyManyIterator {
       this.#release(group as DomainGroup);
       return Promise.resolve({ done: false, value: outcome });
     }
+    const settled = new Promise<void>((resolve) => (this.#wake = resolve));
+    if (reading !== undefined) {
+      return this.#wait(Promise.race([reading, settled, this.#aborted ?? settled]));
+    }
     if (this.#exhausted && this.#held === 0 && this.#buffered === 0) {
       const bad = this.#badInput;
-      return bad === undefined ? this.#finish().then(() => DONE) : this.#fail(bad);
+      return bad === undefined ? this.#finish().then(() => DONE) : this.#fail(bad.error);
     }
-    return this.#wait(new Promise<void>((resolve) => (this.#wake = resolve)));
+    return this.#wait(settled);
   }
 
   #wait(until: Promise<void>): Promise<IteratorResult<VerifyManyResult, undefined>> {
@@ -304,9 +325,9 @@ class VerifyManyRun implements VerifyManyIterator {
   #add(address: unknown): void {
     const index = this.#nextIndex++;
     if (typeof address !== 'string') {
-      this.#badInput = new TypeError(
-        `verifyMany expects strings; the address at index ${index} is not one`,
-      );
+      this.#badInput = {
+        error: new TypeError(`verifyMany expects strings; the address at index ${index} is not one`),
+      };
       this.#exhausted = true;
       return;
     }
@@ -346,21 +367,53 @@ class VerifyManyRun implements VerifyManyIterator {
     }
   }
 
-  /** Reads ahead while the window has room; returns a promise only for an async source. */
+  /**
+   * Reads ahead while the window has room; returns a promise while an async source has not
+   * given its next item (one read at a time: the pending one, if any).
+   */
   #fill(): Promise<void> | undefined {
+    // What was read starts now, whether or not the source has more: a queued domain waited
+    // for the window to fill (or the source to end) before, so a slow source started nothing.
+    if (this.#reading !== undefined) {
+      this.#admit();
+      return this.#reading;
+    }
     while (!this.#exhausted && this.#buffered < this.#lookahead) {
-      const next = this.#source.next();
+      let next: IteratorResult<unknown> | Promise<IteratorResult<unknown>>;
+      try {
+        next = this.#source.next();
+      } catch (error) {
+        this.#endReading(error);
+        break;
+      }
       if (next instanceof Promise) {
-        return next.then((result) => {
-          if (result.done === true) this.#exhausted = true;
-          else this.#add(result.value);
-        });
+        // Caught here: the run may be delivering results, not waiting on this read, when the
+        // source fails, and the error is the run's to throw after them.
+        this.#reading = next.then(
+          (result) => {
+            this.#reading = undefined;
+            if (result.done === true) this.#exhausted = true;
+            else this.#add(result.value);
+          },
+          (error: unknown) => {
+            this.#reading = undefined;
+            this.#endReading(error);
+          },
+        );
+        this.#admit();
+        return this.#reading;
       }
       if (next.done === true) this.#exhausted = true;
       else this.#add(next.value);
     }
     this.#admit();
     return undefined;
+  }
+
+  /** The source failed: nothing more is read, and its error ends the run after the results. */
+  #endReading(error: unknown): void {
+    this.#badInput ??= { error };
+    this.#exhausted = true;
   }
 
   /** The caller took a result: its slot frees, and the domain goes when it has nothing left. */

@@ -343,10 +343,46 @@ describe('batch signals', () => {
     expect(run.stderr).toMatch(/Interrupted: 100 of 500 addresses read were verified and written/);
   });
 
+  it('writes the records of what it read while standard input stays open (tail -f | batch -)', async () => {
+    const child = spawn(process.execPath, [...NODE_ARGS, 'batch', '--offline', '-'], {
+      cwd: ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    let stdout = '';
+    const threeRecords = new Promise<void>((resolve) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        if (stdout.split('\n').length > 3) resolve();
+      });
+    });
+    // Three lines, far fewer than the engine reads ahead, and the writer stays: the records
+    // must come while it is silent, not once it closes.
+    child.stdin.write('ann@example.org\nbob@example.org\nbad..dots@example.org\n');
+    try {
+      await threeRecords;
+    } finally {
+      // A run that holds its records would otherwise outlive the test.
+      if (stdout.split('\n').length <= 3) child.kill('SIGKILL');
+    }
+    const records = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { input: string });
+    expect(records.map((record) => record.input)).toEqual([
+      'ann@example.org',
+      'bob@example.org',
+      'bad..dots@example.org',
+    ]);
+    child.stdin.end();
+    expect(await exited).toBe(0);
+  });
+
   it('Ctrl-C stops a run whose standard input is still open', async () => {
     // Fewer lines than the engine reads ahead with --concurrency 10000 (500,000), so the run
-    // is waiting for more input when the signal comes; far more than a pipe holds (2 MB), so
-    // that the write completing means the CLI is reading, its signal handlers in place.
+    // is waiting for more input when the signal comes (what it read is verified and written
+    // meanwhile); far more than a pipe holds (2 MB), so that the write completing means the
+    // CLI is reading, its signal handlers in place.
     const open = Array.from({ length: 100_000 }, (_, i) => `user${i}@example.org`);
     const child = spawn(
       process.execPath,
@@ -360,7 +396,7 @@ describe('batch signals', () => {
     child.stdin.on('error', () => {});
     child.stdin.write(`${open.join('\n')}\n`, () => child.kill('SIGINT'));
     expect(await exited).toBe(130);
-    expect(stderr).toMatch(/^Interrupted: 0 of \d+ addresses read were verified and written/);
+    expect(stderr).toMatch(/^Interrupted: \d+ of \d+ addresses read were verified and written/);
     child.stdin.destroy();
   });
 });

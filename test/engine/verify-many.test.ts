@@ -138,6 +138,70 @@ describe('verifyMany', () => {
     expect(aborted()).toBeGreaterThan(0);
   });
 
+  /**
+   * An async source that gives `count` addresses, then has its next item pending until told
+   * (a pipe whose writer is slow or silent), or fails with `failure`.
+   */
+  function slowSource(count: number, failure?: Error) {
+    let given = 0;
+    let closed = false;
+    let release: (() => void) | undefined;
+    const source: AsyncIterableIterator<string> = {
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      next() {
+        if (given < count) return Promise.resolve({ done: false, value: `u${given++}@d.org` });
+        if (failure !== undefined) return Promise.reject(failure);
+        return new Promise((resolve) => {
+          release = () => resolve({ done: true, value: undefined });
+        });
+      },
+      async return() {
+        closed = true;
+        release?.();
+        return { done: true, value: undefined };
+      },
+    };
+    return { source, closed: () => closed };
+  }
+
+  it('yields what is verified while the source has not given its next item', async () => {
+    const { source, closed } = slowSource(10);
+    const answer: VerifyOne = async (address) => ({ email: address }) as Verdict;
+    const iterator = verifyEach(source, {}, answer);
+    const indexes: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const step = await iterator.next();
+      expect(step.done).toBe(false);
+      if (step.done !== true) indexes.push(step.value.index);
+    }
+    // Every address read is answered, though the source is still open and silent.
+    expect(indexes.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    await iterator.return();
+    expect(closed()).toBe(true);
+  });
+
+  it("rejects with the signal's reason while the source is silent", async () => {
+    const { source } = slowSource(0);
+    const controller = new AbortController();
+    const iterator = verifyEach(source, { signal: controller.signal }, offline.verifySync);
+    const next = iterator.next();
+    controller.abort(new Error('stop reading'));
+    await expect(next).rejects.toThrow('stop reading');
+  });
+
+  it("a failing source's error comes after the results read before it", async () => {
+    const { source } = slowSource(3, new Error('the pipe broke'));
+    const answer: VerifyOne = async (address) => ({ email: address }) as Verdict;
+    const indexes: number[] = [];
+    const run = async () => {
+      for await (const { index } of verifyEach(source, {}, answer)) indexes.push(index);
+    };
+    await expect(run()).rejects.toThrow('the pipe broke');
+    expect(indexes.sort()).toEqual([0, 1, 2]);
+  });
+
   it('closes its source when the caller stops early', async () => {
     let closed = false;
     function* source() {
