@@ -174,6 +174,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       .command('worker')
       .description('verify batch chunks from the queue of a Redis shared with `serve --redis`')
       .option('--redis <url>', 'the Redis the API processes use (required)')
+      .option('--base-url <url>', "the API's public URL, for the download_url of webhooks")
       .option('--jobs <n>', 'chunks verified at once (default: 2)')
       .option('--concurrency <domains>', 'domains verified at once per chunk (default: 50)')
       .option('--smtp-per-host <n>', 'SMTP sessions to one mail host at once, across all workers')

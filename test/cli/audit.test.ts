@@ -1,6 +1,11 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -433,6 +438,77 @@ describe('serve', () => {
       expect((await cli(['keys', 'list', '--db', db])).stderr).toMatch(/has no account yet/);
     } finally {
       await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+});
+
+describe('serve --base-url', () => {
+  it("is where a finished job's webhook points, not only its status", async () => {
+    const hooks = createHttpServer();
+    const delivered = new Promise<{ download_url: string }>((resolve) => {
+      hooks.on('request', (request: IncomingMessage, response: ServerResponse) => {
+        let body = '';
+        request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        request.on('end', () => {
+          response.writeHead(204).end();
+          resolve(JSON.parse(body) as { download_url: string });
+        });
+      });
+    });
+    await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.1', resolve));
+    const child = spawn(
+      process.execPath,
+      [
+        ...NODE_ARGS,
+        'serve',
+        '--offline',
+        '--allow-private-networks',
+        '--db',
+        join(dir, 'base-url.db'),
+        '--port',
+        '0',
+        '--base-url',
+        'https://api.example.com/mv',
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    try {
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      // The key (stdout) and the line that says it listens (stderr), in whichever order.
+      const [url, secret] = await new Promise<[string, string]>((resolve, reject) => {
+        const ready = () => {
+          const listening = /Listening on (\S+) /.exec(stderr)?.[1];
+          const key = /mv_sk_\w+/.exec(stdout)?.[0];
+          if (listening !== undefined && key !== undefined) resolve([listening, key]);
+        };
+        child.stdout.on('data', ready);
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+          ready();
+        });
+        void exited.then(() => reject(new Error(stderr)));
+      });
+      const submitted = await fetch(`${url}/v1/verify`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          emails: ['ann@example.org', 'bob@example.org'],
+          method: 'quick',
+          callback_url: `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/done`,
+        }),
+      });
+      expect(submitted.status).toBe(202);
+      const { id } = (await submitted.json()) as { id: string };
+      expect((await delivered).download_url).toBe(
+        `https://api.example.com/mv/v1/verify/${id}/results`,
+      );
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      await new Promise((resolve) => hooks.close(resolve));
     }
   });
 });

@@ -67,7 +67,9 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
   const service = await openService(flags, {
     engine: shared?.engine(engine) ?? engine,
     ...(metrics === undefined ? {} : { observer: metrics.observer }),
-    batch: { ...shared?.batch, ...callbackOptionsOf(flags) },
+    // The webhook's download_url too, not only the answers of GET /v1/verify/{id}: without
+    // it a completed job's event pointed at http://localhost/.
+    batch: { ...shared?.batch, ...callbackOptionsOf(flags), ...optional('baseUrl', flags.baseUrl) },
   });
   try {
     // Listening comes first: a port in use or a bad --host fails before the first start
@@ -138,7 +140,7 @@ async function firstStart(
 }
 
 /** download_url is built on it: an absolute http(s) URL, or a usage error now. */
-function checkBaseUrl(url: string): void {
+export function checkBaseUrl(url: string): void {
   let protocol: string | undefined;
   try {
     protocol = new URL(url).protocol;

@@ -13,10 +13,13 @@ import {
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
 import { line, type CliIo } from '../io.js';
 import { scaleOut } from '../scale-out.js';
+import { checkBaseUrl } from './serve.js';
 import { openService, requireRedisUrl, storeName } from '../service-file.js';
 
 export interface WorkerFlags extends Omit<EngineFlags, 'method'> {
   readonly redis?: string;
+  /** The API's public URL: a worker that finishes a job writes its webhook's download_url. */
+  readonly baseUrl?: string;
   readonly jobs?: string;
   readonly smtpPerHost?: string;
   readonly chunkSize?: string;
@@ -37,6 +40,7 @@ export async function workerCommand(flags: WorkerFlags, io: CliIo): Promise<Exit
     throw new UsageError('worker needs --redis <url>: the store and queue it shares with serve');
   }
   const redis = requireRedisUrl(flags.redis);
+  if (flags.baseUrl !== undefined) checkBaseUrl(flags.baseUrl);
   const jobs = integer(flags.jobs, '--jobs', 1, 1_000);
   const smtpPerHost = integer(flags.smtpPerHost, '--smtp-per-host', 1, 100);
   const port = integer(flags.port, '--port', 0, 65_535);
@@ -61,6 +65,7 @@ export async function workerCommand(flags: WorkerFlags, io: CliIo): Promise<Exit
         ...shared.batch,
         ...optional('concurrency', concurrency),
         ...callbackOptionsOf(flags),
+        ...optional('baseUrl', flags.baseUrl),
       },
       ...(metrics === undefined ? {} : { observer: metrics.observer }),
     },
