@@ -28,7 +28,8 @@ export function fixedVerdict(
     state: fixed.state,
     reason: fixed.reason,
     score: fixed.score,
-    riskFactors: fixed.riskFactors,
+    // The caller's own list: the table's, shared, would let one answer change every later one.
+    riskFactors: [...fixed.riskFactors],
     method,
     user: parsed.local,
     domain: parsed.domain,

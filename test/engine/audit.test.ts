@@ -48,3 +48,12 @@ describe('audit: facts of reserved and ISP domains', () => {
     });
   });
 });
+
+describe('audit: verdicts are the caller’s own', () => {
+  it("changing one test address verdict's risk factors changes no later verdict", async () => {
+    const engine = createEngine({ offline: true });
+    const first = await engine.verify('risky@example.com');
+    (first.riskFactors as string[]).push('scribbled');
+    expect((await engine.verify('risky@example.com')).riskFactors).toEqual(['catch_all']);
+  });
+});
