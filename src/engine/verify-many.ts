@@ -326,7 +326,9 @@ class VerifyManyRun implements VerifyManyIterator {
     const index = this.#nextIndex++;
     if (typeof address !== 'string') {
       this.#badInput = {
-        error: new TypeError(`verifyMany expects strings; the address at index ${index} is not one`),
+        error: new TypeError(
+          `verifyMany expects strings; the address at index ${index} is not one`,
+        ),
       };
       this.#exhausted = true;
       return;
