@@ -169,6 +169,7 @@ class VerifyManyRun implements VerifyManyIterator {
   #reading: Promise<void> | undefined;
   /** Resolves when the caller's signal aborts: a wait on a silent source ends then too. */
   readonly #aborted: Promise<void> | undefined;
+  #stopListening: (() => void) | undefined;
   #wake: (() => void) | undefined;
   #waiting: Promise<IteratorResult<VerifyManyResult, undefined>> | undefined;
 
@@ -191,8 +192,12 @@ class VerifyManyRun implements VerifyManyIterator {
       signal === undefined
         ? undefined
         : new Promise((resolve) => {
-            if (signal.aborted) resolve();
-            else signal.addEventListener('abort', () => resolve(), { once: true });
+            if (signal.aborted) return resolve();
+            // Removed when the run finishes: a signal that outlives the run (a host's shutdown
+            // signal, passed to every run) would otherwise hold each finished run.
+            this.#stopListening = () => signal.removeEventListener('abort', onAbort);
+            const onAbort = () => resolve();
+            signal.addEventListener('abort', onAbort, { once: true });
           });
     this.#verifyOptions = {
       ...(options.method === undefined ? {} : { method: options.method }),
@@ -271,6 +276,7 @@ class VerifyManyRun implements VerifyManyIterator {
   async #finish(): Promise<void> {
     if (this.#finished) return;
     this.#finished = true;
+    this.#stopListening?.();
     await this.#source.close();
   }
 

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { createCachedDns } from '../../src/dns/cached-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
@@ -189,6 +190,21 @@ describe('verifyMany', () => {
     const next = iterator.next();
     controller.abort(new Error('stop reading'));
     await expect(next).rejects.toThrow('stop reading');
+  });
+
+  it('leaves no listener on a signal that outlives the run', async () => {
+    // A host may pass one long-lived signal (its shutdown) to every run: each finished run
+    // must let go of it, or the signal keeps every run it ever saw.
+    const controller = new AbortController();
+    for (let run = 0; run < 3; run++) {
+      await collect(offline.verifyMany(addresses(5, 2), { signal: controller.signal }));
+    }
+    async function* slow() {
+      await Promise.resolve();
+      yield 'ann@d.org';
+    }
+    await collect(verifyEach(slow(), { signal: controller.signal }, offline.verifySync));
+    expect(getEventListeners(controller.signal, 'abort')).toEqual([]);
   });
 
   it("a failing source's error comes after the results read before it", async () => {
