@@ -8,12 +8,21 @@ import {
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { PassThrough, Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../src/cli/io.js';
 import { main } from '../../src/cli/main.js';
+import {
+  batchAgainst,
+  CLI_NODE_ARGS as NODE_ARGS,
+  CLI_ROOT as ROOT,
+  fastThenSilentAddresses,
+  runCli,
+  startFastAndSilentDns,
+  type CliOptions,
+  type CliRun as Run,
+} from '../helpers/cli.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
 
 /**
@@ -21,41 +30,8 @@ import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
  * signals. Every server here listens on 127.0.0.1 port 0; verifications run --offline or
  * against the loopback DNS server.
  */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const BIN = join(ROOT, 'src/cli/bin.ts');
-const NODE_ARGS = ['--import', 'tsx', BIN];
-
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-interface CliOptions {
-  stdin?: string | Buffer;
-  whenOutput?: (stdout: string, child: ReturnType<typeof spawn>) => void;
-}
-
 function cli(args: string[], options: CliOptions = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_ARGS, ...args], {
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, NO_COLOR: '1' },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      options.whenOutput?.(stdout, child);
-    });
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-    child.stdin.on('error', () => {});
-    child.stdin.end(options.stdin ?? '');
-  });
+  return runCli(args, { ...options, env: { NO_COLOR: '1' } });
 }
 
 /** A shell pipeline, for what only a real pipe shows (EPIPE when the reader goes away). */
@@ -95,12 +71,7 @@ let dir: string;
 let dns: TestDnsServer;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mailverdict-audit-'));
-  const zone: Parameters<typeof startDnsServer>[0] = {};
-  for (let d = 0; d < 100; d++) {
-    zone[`fast${d}.com`] = { mx: [{ exchange: `mx.fast${d}.com`, preference: 10 }] };
-  }
-  // Every other name is never answered: those verifications wait until interrupted.
-  dns = await startDnsServer(zone, { silent: true });
+  dns = await startFastAndSilentDns();
 });
 afterAll(async () => {
   await dns.close();
@@ -315,21 +286,8 @@ describe('batch output', () => {
 });
 
 describe('batch signals', () => {
-  const lines = [
-    ...Array.from({ length: 100 }, (_, i) => `user${i}@fast${i}.com`),
-    ...Array.from({ length: 400 }, (_, i) => `user${i}@silent${i}.com`),
-  ];
-  const args = () => [
-    'batch',
-    '-',
-    '--method',
-    'quick',
-    '--dns-server',
-    dns.address,
-    '--dns-timeout',
-    '60000',
-    '--no-dns-canary',
-  ];
+  const lines = fastThenSilentAddresses();
+  const args = () => batchAgainst(dns);
 
   it('SIGTERM mid-run writes what is done, says how far it got, and exits 143', async () => {
     let sent = false;

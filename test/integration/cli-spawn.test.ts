@@ -2,55 +2,24 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
+import {
+  batchAgainst,
+  CLI_NODE_ARGS,
+  CLI_ROOT,
+  fastThenSilentAddresses,
+  runCli,
+  startFastAndSilentDns,
+} from '../helpers/cli.js';
+import type { TestDnsServer } from '../helpers/dns-server.js';
 
 /** The CLI as a user runs it: a separate process, real pipes, real signals. */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const BIN = join(ROOT, 'src/cli/bin.ts');
-
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(
-  args: string[],
-  options: {
-    stdin?: string;
-    whenOutput?: (stdout: string, child: ReturnType<typeof spawn>) => void;
-  } = {},
-): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      options.whenOutput?.(stdout, child);
-    });
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-    child.stdin.end(options.stdin ?? '');
-  });
-}
+const cli = runCli;
 
 let dns: TestDnsServer;
 let dir: string;
 beforeAll(async () => {
-  const zone: Parameters<typeof startDnsServer>[0] = {};
-  for (let d = 0; d < 100; d++) {
-    zone[`fast${d}.com`] = { mx: [{ exchange: `mx.fast${d}.com`, preference: 10 }] };
-  }
-  // Every other name is never answered: those verifications wait until interrupted.
-  dns = await startDnsServer(zone, { silent: true });
+  dns = await startFastAndSilentDns();
   dir = mkdtempSync(join(tmpdir(), 'mailverdict-cli-'));
 });
 afterAll(async () => {
@@ -100,33 +69,17 @@ describe('mailverdict CLI (spawned)', () => {
   });
 
   it('Ctrl-C mid-run writes what is done, reports how far it got, and exits 130', async () => {
-    const lines = [
-      ...Array.from({ length: 100 }, (_, i) => `user${i}@fast${i}.com`),
-      ...Array.from({ length: 400 }, (_, i) => `user${i}@silent${i}.com`),
-    ];
+    const lines = fastThenSilentAddresses();
     let sent = false;
-    const run = await cli(
-      [
-        'batch',
-        '-',
-        '--method',
-        'quick',
-        '--dns-server',
-        dns.address,
-        '--dns-timeout',
-        '60000',
-        '--no-dns-canary',
-      ],
-      {
-        stdin: lines.join('\n'),
-        whenOutput: (stdout, child) => {
-          if (!sent && stdout.split('\n').length > 100) {
-            sent = true;
-            child.kill('SIGINT');
-          }
-        },
+    const run = await cli(batchAgainst(dns), {
+      stdin: lines.join('\n'),
+      whenOutput: (stdout, child) => {
+        if (!sent && stdout.split('\n').length > 100) {
+          sent = true;
+          child.kill('SIGINT');
+        }
       },
-    );
+    });
     expect(sent).toBe(true);
     expect(run.code).toBe(130);
     const records = run.stdout
@@ -221,9 +174,9 @@ async function serveOnce(db: string, key?: string, printsKey = key === undefined
   const listening = new Promise<string>((resolve) => (resolveUrl = resolve));
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', BIN, 'serve', '--db', db, '--port', '0', '--offline'],
+    [...CLI_NODE_ARGS, 'serve', '--db', db, '--port', '0', '--offline'],
     {
-      cwd: ROOT,
+      cwd: CLI_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

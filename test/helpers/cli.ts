@@ -1,0 +1,82 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startDnsServer, type TestDnsServer } from './dns-server.js';
+
+/** The repository, where the CLI runs from source. */
+export const CLI_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Node's arguments that run the CLI from source (append the CLI's own). */
+export const CLI_NODE_ARGS = ['--import', 'tsx', join(CLI_ROOT, 'src/cli/bin.ts')];
+
+export interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  stdin?: string | Buffer;
+  /** Called with all of stdout so far on each chunk: where a test sends its signal. */
+  whenOutput?: (stdout: string, child: ReturnType<typeof spawn>) => void;
+  /** Set over the test's own environment. */
+  env?: Record<string, string>;
+}
+
+/** The CLI as a user runs it: a separate process, real pipes, real signals. */
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...CLI_NODE_ARGS, ...args], {
+      cwd: CLI_ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      options.whenOutput?.(stdout, child);
+    });
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    // A run that exits before reading its input (a usage error) must not fail the test.
+    child.stdin.on('error', () => {});
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+/**
+ * A loopback DNS server that answers MX for fast0.com to fast99.com and never answers any
+ * other name: verifications of those wait until the run is interrupted.
+ */
+export function startFastAndSilentDns(): Promise<TestDnsServer> {
+  const zone: Parameters<typeof startDnsServer>[0] = {};
+  for (let d = 0; d < 100; d++) {
+    zone[`fast${d}.com`] = { mx: [{ exchange: `mx.fast${d}.com`, preference: 10 }] };
+  }
+  return startDnsServer(zone, { silent: true });
+}
+
+/** 100 addresses startFastAndSilentDns answers for, then 400 it never does. */
+export function fastThenSilentAddresses(): string[] {
+  return [
+    ...Array.from({ length: 100 }, (_, i) => `user${i}@fast${i}.com`),
+    ...Array.from({ length: 400 }, (_, i) => `user${i}@silent${i}.com`),
+  ];
+}
+
+/** The `batch` arguments that read stdin against `dns` with a deadline no test reaches. */
+export function batchAgainst(dns: TestDnsServer): string[] {
+  return [
+    'batch',
+    '-',
+    '--method',
+    'quick',
+    '--dns-server',
+    dns.address,
+    '--dns-timeout',
+    '60000',
+    '--no-dns-canary',
+  ];
+}
