@@ -9,10 +9,11 @@ import { createNodeWebhookSender } from '../../src/adapters/node-webhook.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
 import { serve, type RunningServer } from '../../src/http/node-server.js';
-import type { Dns, MxAnswer } from '../../src/ports/dns.js';
+import type { Dns } from '../../src/ports/dns.js';
 import type { Store } from '../../src/ports/store.js';
 import { createService, type BatchOptions, type Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
+import { gatedDns } from '../service/helpers.js';
 
 /**
  * Batch jobs over real HTTP (mailverdict/node on 127.0.0.1), on a SQLite file, with a real
@@ -52,20 +53,6 @@ async function receiver(status = 204) {
       }),
   );
   return { hits, url: `http://127.0.0.1:${port}/hook` };
-}
-
-/** A Dns whose answers wait until `open()`. */
-function gatedDns(zones: Record<string, readonly string[]>): Dns & { open(): void } {
-  const inner = createMemoryDns(zones);
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  return {
-    async mx(domain, signal): Promise<MxAnswer> {
-      await gate;
-      return inner.mx(domain, signal);
-    },
-    open: () => release(),
-  };
 }
 
 const CALLBACKS: BatchOptions = {

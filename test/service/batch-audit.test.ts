@@ -1,13 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
-import type { Dns, MxAnswer } from '../../src/ports/dns.js';
+import type { Dns } from '../../src/ports/dns.js';
 import type { Store } from '../../src/ports/store.js';
 import { createService, type BatchOptions, type Service } from '../../src/service/service.js';
 import { chunkByDomain } from '../../src/service/batch/chunks.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import { refusal } from './helpers.js';
+import { gatedDns, refusal, text } from './helpers.js';
 
 /**
  * Batch jobs as customers and hostile callers meet them through the library (DESIGN 5.3,
@@ -18,26 +17,6 @@ const stores: [string, () => Store][] = [
   ['memory', () => createMemoryStore()],
   ['sqlite', () => createSqliteStore(':memory:')],
 ];
-
-async function text(chunks: AsyncIterable<string>): Promise<string> {
-  let all = '';
-  for await (const chunk of chunks) all += chunk;
-  return all;
-}
-
-/** A Dns whose answers wait until `open()`: a job stays processing while the test looks. */
-function gatedDns(zones: Record<string, readonly string[]>): Dns & { open(): void } {
-  const inner = createMemoryDns(zones);
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  return {
-    async mx(domain, signal): Promise<MxAnswer> {
-      await gate;
-      return inner.mx(domain, signal);
-    },
-    open: () => release(),
-  };
-}
 
 describe.each(stores)('batch audit (%s)', (_name, makeStore) => {
   let services: Service[] = [];

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
-import type { Dns, MxAnswer } from '../../src/ports/dns.js';
+import type { Dns } from '../../src/ports/dns.js';
 import type { JobRecord, Store } from '../../src/ports/store.js';
 import type { JobWork } from '../../src/service/batch/job-work.js';
 import { createSqliteStore } from '../../src/sqlite.js';
@@ -9,36 +9,17 @@ import { createService, type Service } from '../../src/service/service.js';
 import type { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { createMemoryWebhookSender } from '../../src/testing.js';
+import { gatedDns, text } from './helpers.js';
 
 const stores: [string, () => Store][] = [
   ['memory', () => createMemoryStore()],
   ['sqlite', () => createSqliteStore(':memory:')],
 ];
 
-/** A Dns whose answers wait until `open()`: a job that stays processing while we look. */
-function gatedDns(zones: Record<string, readonly string[]>): Dns & { open(): void } {
-  const inner = createMemoryDns(zones);
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  return {
-    async mx(domain, signal): Promise<MxAnswer> {
-      await gate;
-      return inner.mx(domain, signal);
-    },
-    open: () => release(),
-  };
-}
-
 const fakeClock = (start = Date.UTC(2026, 10, 1)) => {
   let now = start;
   return { now: () => now, advance: (ms: number) => void (now += ms) };
 };
-
-async function text(chunks: AsyncIterable<string>): Promise<string> {
-  let all = '';
-  for await (const chunk of chunks) all += chunk;
-  return all;
-}
 
 async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
   const error = await promise.then(

@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
-import type { Dns } from '../../src/ports/dns.js';
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import type { Dns, MxAnswer } from '../../src/ports/dns.js';
 import type { SmtpProber } from '../../src/ports/smtp.js';
 import type { Store } from '../../src/ports/store.js';
 import { createService, type NewAccount, type Service } from '../../src/service/service.js';
@@ -71,4 +72,25 @@ export async function refusal(promise: Promise<unknown>): Promise<ServiceError> 
   );
   expect(error).toBeInstanceOf(ServiceError);
   return error as ServiceError;
+}
+
+/** A Dns whose answers wait until `open()`: a job stays processing while the test looks. */
+export function gatedDns(zones: Record<string, readonly string[]>): Dns & { open(): void } {
+  const inner = createMemoryDns(zones);
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  return {
+    async mx(domain, signal): Promise<MxAnswer> {
+      await gate;
+      return inner.mx(domain, signal);
+    },
+    open: () => release(),
+  };
+}
+
+/** A stream of text (a job's results) read to its end. */
+export async function text(chunks: AsyncIterable<string>): Promise<string> {
+  let all = '';
+  for await (const chunk of chunks) all += chunk;
+  return all;
 }
