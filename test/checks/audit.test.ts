@@ -1,21 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parseAddress, type ParsedAddress } from '../../src/address/parse.js';
-import type { Checker } from '../../src/checks/checker.js';
 import { disposable } from '../../src/checks/disposable.js';
 import { freeProvider } from '../../src/checks/free-provider.js';
 import { createTypoSuggester } from '../../src/checks/typo.js';
-
-function facts(address: string) {
-  const parsed = parseAddress(address);
-  if (!parsed.ok) throw new Error(`${address}: ${parsed.code}`);
-  return { input: address, parsed: parsed as ParsedAddress };
-}
-
-function codeOf(checker: Checker, address: string): string {
-  const finding = checker.run(facts(address), { dns: undefined as never });
-  if (finding instanceof Promise) throw new Error('an offline checker returned a promise');
-  return `${finding.status}:${finding.code}`;
-}
+import { codeOf } from './helpers.js';
 
 describe('audit: disposable list', () => {
   const check = disposable();
