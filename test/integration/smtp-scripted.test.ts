@@ -164,10 +164,14 @@ async function verify(
   for await (const { index, verdict } of engine.verifyMany(addresses, { method: 'smtp' })) {
     verdicts[index] = verdict;
   }
-  // The probe resolves once its sockets closed; give the server's side a moment to see it.
+  await expectAllClosed(server);
+  return verdicts;
+}
+
+/** The probe resolves once its sockets closed; give the server's side a moment to see it. */
+async function expectAllClosed(server: ScriptedServer): Promise<void> {
   for (let i = 0; i < 50 && server.open() > 0; i++) await new Promise((r) => setTimeout(r, 20));
   expect(server.open(), 'no socket is left open').toBe(0);
-  return verdicts;
 }
 
 const smtpCode = (verdict: Verdict | undefined) =>
@@ -586,14 +590,16 @@ describe('scripted servers: several MX hosts', () => {
   }
 });
 
+/** Four addresses, ann's deliverable, for servers that limit recipients; and their verdicts. */
+const ADDRESSES = ['ann@example.org', 'bob@example.org', 'ann2@example.org', 'cy@example.org'];
+const TRUTH = [
+  ['deliverable', 'accepted_email'],
+  ['undeliverable', 'rejected_email'],
+  ['deliverable', 'accepted_email'],
+  ['undeliverable', 'rejected_email'],
+];
+
 describe('scripted servers: recipient limits', () => {
-  const ADDRESSES = ['ann@example.org', 'bob@example.org', 'ann2@example.org', 'cy@example.org'];
-  const TRUTH = [
-    ['deliverable', 'accepted_email'],
-    ['undeliverable', 'rejected_email'],
-    ['deliverable', 'accepted_email'],
-    ['undeliverable', 'rejected_email'],
-  ];
   for (const [name, limit] of [
     [
       '452 4.5.3 per transaction',
@@ -649,8 +655,7 @@ describe('scripted servers: a tarpit MX', () => {
       ['undeliverable', 'rejected_email'],
     ]);
     expect([tarpit.connections(), works.connections()]).toEqual([1, 1]);
-    for (let i = 0; i < 50 && works.open() > 0; i++) await new Promise((r) => setTimeout(r, 20));
-    expect(works.open(), 'no socket is left open').toBe(0);
+    await expectAllClosed(works);
   });
 
   it('MX names that share the tarpit address are not waited for again', async () => {
@@ -664,14 +669,6 @@ describe('scripted servers: a tarpit MX', () => {
 });
 
 describe('scripted servers: sessions that end after a few recipients', () => {
-  const ADDRESSES = ['ann@example.org', 'bob@example.org', 'ann2@example.org', 'cy@example.org'];
-  const TRUTH = [
-    ['deliverable', 'accepted_email'],
-    ['undeliverable', 'rejected_email'],
-    ['deliverable', 'accepted_email'],
-    ['undeliverable', 'rejected_email'],
-  ];
-
   for (const [name, limit] of [
     [
       '452 4.5.3 past two recipients, then the connection is closed',
