@@ -1,5 +1,6 @@
 import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import { optional } from '../optional.js';
+import { downloadUrl } from '../service/batch/results.js';
 import { MAX_BATCH_EMAILS } from '../service/batch/submit.js';
 import type { ResultsFormat } from '../service/service.js';
 import type { Exchange } from './exchange.js';
@@ -51,7 +52,7 @@ export async function batchStatusRoute(exchange: Exchange, rawId: string): Promi
   const id = routeId(rawId);
   const caller = await exchange.authenticate('batch', query.get('api_key'));
   // download_url: the handler's baseUrl, else the service's batch.baseUrl (which its webhooks
-  // use too), else this request's origin.
+  // use too), else this request's origin; built alike, so one base gives one URL in both.
   const { baseUrl } = exchange.config;
   const status = await exchange.service.batchStatus(caller, id, {
     defaultBaseUrl: exchange.url.origin,
@@ -62,11 +63,6 @@ export async function batchStatusRoute(exchange: Exchange, rawId: string): Promi
       ? { ...status, download_url: downloadUrl(baseUrl, id) }
       : status,
   );
-}
-
-/** Where a finished job's results are fetched: absolute, on `base`, whose path it keeps. */
-export function downloadUrl(base: string, id: string): string {
-  return `${base.endsWith('/') ? base.slice(0, -1) : base}/v1/verify/${encodeURIComponent(id)}/results`;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { baseUrlOf } from '../service/batch/results.js';
 import type { Service } from '../service/service.js';
 import { accountRoute } from './account-route.js';
 import { batchResultsRoute, batchStatusRoute, submitBatchRoute } from './batch-route.js';
@@ -122,7 +123,9 @@ function match(pathname: string): { route: Route; id: string } | undefined {
  */
 export function createHandler(service: Service, options: HandlerOptions = {}): FetchHandler {
   const config: HandlerConfig = {
-    baseUrl: options.baseUrl,
+    // As the service takes its batch.baseUrl (a bad one throws here, not at a request): the
+    // path kept, query and fragment dropped, so that its webhooks and this agree.
+    baseUrl: options.baseUrl === undefined ? undefined : baseUrlOf(options.baseUrl),
     clientIp: options.clientIp ?? remoteAddress,
     trustedProxies: trustedProxyRanges(options.trustedProxies),
     cors: options.cors ?? true,

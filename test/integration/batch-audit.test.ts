@@ -166,6 +166,25 @@ describe('batch jobs over HTTP on SQLite', () => {
     );
   });
 
+  it('gives status and webhook one download_url when host and service share a base with a query', async () => {
+    // `serve --base-url` hands one URL to both: the webhook's download_url is built on the
+    // service's base, without its query, and the status must not differ from it.
+    const hook = await receiver();
+    const base = 'https://api.example.com/mv?via=edge#top';
+    const { service, call, submit } = await api(createSqliteStore(dbPath()), {
+      batch: { baseUrl: base },
+      handlerBaseUrl: base,
+    });
+    const { key } = await account(service);
+    const submitted = await submit(key, { emails: ['a@example.org'], callback_url: hook.url });
+    const { id } = submitted.body as { id: string };
+    await service.batchWork.idle();
+    await service.batchWork.deliverWebhooks();
+    const expected = `https://api.example.com/mv/v1/verify/${id}/results`;
+    expect((await call(`/v1/verify/${id}`, { key })).body.download_url).toBe(expected);
+    expect(JSON.parse(hook.hits[0]?.body ?? '{}')).toMatchObject({ download_url: expected });
+  });
+
   it('refuses a lone surrogate that SQLite would store as U+FFFD and verify as deliverable', async () => {
     const store = createSqliteStore(dbPath());
     const { service, submit } = await api(store);

@@ -12,6 +12,7 @@ import {
   requireText,
 } from '../validate.js';
 import {
+  baseUrlOf,
   notCompleted,
   RESULTS_FORMATS,
   statusOf,
@@ -235,20 +236,6 @@ function lazyNodeSender(allowPrivateNetworks: boolean): WebhookSender {
       return (await sender).send(request);
     },
   };
-}
-
-/**
- * A base URL as download URLs are resolved against it: its path ends in `/`, so that
- * `https://example.net/mailverdict` keeps its last segment (URL resolution would replace it),
- * and it carries no query or fragment.
- */
-export function baseUrlOf(base: string): string {
-  // A bad baseUrl is the host's configuration error: it throws when the service is created.
-  const url = new URL(base);
-  url.search = '';
-  url.hash = '';
-  if (!url.pathname.endsWith('/')) url.pathname += '/';
-  return url.href;
 }
 
 /** An absolute http(s) URL given as an argument, as baseUrlOf makes it, else invalid_request. */

@@ -38,6 +38,21 @@ export interface BatchResults extends AsyncIterable<string> {
   readonly contentType: string;
 }
 
+/**
+ * A base URL as download URLs are resolved against it: its path ends in `/`, so that
+ * `https://example.net/mailverdict` keeps its last segment (URL resolution would replace it),
+ * and it carries no query or fragment.
+ */
+export function baseUrlOf(base: string): string {
+  // A bad baseUrl is the host's configuration error: it throws when the service is created.
+  const url = new URL(base);
+  url.search = '';
+  url.hash = '';
+  if (!url.pathname.endsWith('/')) url.pathname += '/';
+  return url.href;
+}
+
+/** Where a finished job's results are fetched, on a base as baseUrlOf makes it. */
 export function downloadUrl(baseUrl: string, id: string): string {
   return new URL(`v1/verify/${encodeURIComponent(id)}/results`, baseUrl).href;
 }
