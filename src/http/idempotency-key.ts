@@ -1,14 +1,11 @@
 import { MAX_REQUEST_ID_LENGTH } from '../service/charging.js';
 import { ServiceError } from '../service/service-error.js';
+import { CONTROL_CHARACTER } from '../service/validate.js';
 import type { HandlerRequest } from './exchange.js';
 import { badRequest } from './responses.js';
 
 /** The header's name as `field` names it, lowercase like `content-type`. */
 const FIELD = 'idempotency-key';
-// C0 controls and DEL: a header may carry a tab, an idempotency key may not (nor may the
-// service's requestId, which this is).
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 /**
  * The `Idempotency-Key` header (DESIGN 7: the service's `requestId`), checked before the key is
@@ -18,6 +15,7 @@ const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 export function idempotencyKey(request: HandlerRequest): string | undefined {
   const value = request.headers.get(FIELD);
   if (value === null) return undefined;
+  // A header may carry a tab; an idempotency key may not, nor may the service's requestId.
   if (value === '' || value.length > MAX_REQUEST_ID_LENGTH || CONTROL_CHARACTER.test(value)) {
     throw badRequest(
       FIELD,

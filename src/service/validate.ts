@@ -4,11 +4,13 @@ import { StoreError } from '../store/store-error.js';
 import { MAX_LEDGER_AMOUNT } from './ledger.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 
-// C0 controls and DEL: never part of an id, a name, a note or an address (RFC 5321 4.1.2 has
-// no control character even in a quoted string), and a CR/LF or NUL let through would split a
-// log line, a CSV row or a header, or be cut short by a C string in a store.
+/**
+ * C0 controls and DEL: never part of an id, a name, a note or an address (RFC 5321 4.1.2 has
+ * no control character even in a quoted string), and a CR/LF or NUL let through would split a
+ * log line, a CSV row or a header, or be cut short by a C string in a store.
+ */
 // eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 // eslint-disable-next-line no-control-regex
 const HEADER_BREAKING = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
