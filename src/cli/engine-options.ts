@@ -3,6 +3,7 @@ import type { EngineOptions } from '../engine/engine.js';
 import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import { optional } from '../optional.js';
 import { parseProxyUrl } from '../smtp/proxy-url.js';
+import { isSmtpIdentity } from '../smtp/commands.js';
 import { UsageError } from './exit-codes.js';
 
 /** The flags every verifying command shares, as commander hands them over. */
@@ -99,13 +100,12 @@ function checkedDnsServer(server: string): string {
 }
 
 /**
- * A name for the SMTP greeting or the envelope sender: the prober refuses spaces, control
- * characters (a CR LF would smuggle a command) and `>`, but only at the first probe, deep in a
- * run. Refused here, before anything starts.
+ * A name for the SMTP greeting or the envelope sender, by the prober's rule (isSmtpIdentity:
+ * no spaces, control characters or `>`, since a CR LF would smuggle a command). createEngine
+ * refuses one too, as a TypeError (exit 4); refused here, it is a usage error naming the flag.
  */
 function plain(value: string, flag: string): string {
-  // eslint-disable-next-line no-control-regex -- control characters are what is refused
-  if (/[\u0000-\u0020\u007f>]/.test(value)) {
+  if (!isSmtpIdentity(value)) {
     throw new UsageError(
       `${flag} must be a plain name, without spaces, control characters or '>', got ${JSON.stringify(value)}`,
     );

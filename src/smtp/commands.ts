@@ -28,16 +28,21 @@ export function isSafeArgument(value: string): boolean {
 }
 
 /**
- * Refuses a configured HELO name or MAIL FROM address that could not go on the wire as one
- * argument: control characters (CR and LF above all), a space or a `>`.
+ * Whether a HELO name or MAIL FROM address can go on the wire as one argument: no control
+ * characters (CR and LF above all), no space and no `>`.
  */
+export function isSmtpIdentity(value: unknown): value is string {
+  return (
+    typeof value === 'string' &&
+    isSafeArgument(value) &&
+    !value.includes(' ') &&
+    !value.includes('>')
+  );
+}
+
+/** Refuses a configured HELO name or MAIL FROM address that isSmtpIdentity refuses. */
 export function assertSmtpIdentity(option: 'heloName' | 'mailFrom', value: unknown): void {
-  if (
-    typeof value !== 'string' ||
-    !isSafeArgument(value) ||
-    value.includes(' ') ||
-    value.includes('>')
-  ) {
+  if (!isSmtpIdentity(value)) {
     throw new TypeError(`smtp ${option} must be a plain name without spaces or control characters`);
   }
 }
