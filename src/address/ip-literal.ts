@@ -110,8 +110,3 @@ export function canonicalIpv6(text: string): string | undefined {
   if (ipv4 === undefined) return hex;
   return hex.endsWith(':') ? `${hex}${ipv4}` : `${hex}:${ipv4}`;
 }
-
-/** Whether `text` (after the `IPv6:` tag) is an IPv6 address literal (see canonicalIpv6). */
-export function isIpv6Literal(text: string): boolean {
-  return canonicalIpv6(text) !== undefined;
-}
