@@ -83,6 +83,14 @@ async function engineOn(
   options: EngineOptions = {},
 ) {
   const server = await serve({ ...CANARY_ZONE, ...zone }, otherwise);
+  const { engine, warnings } = engineAsking(server, options);
+  const asked = (type: string, name: string) =>
+    server.questions.filter((q) => q.type === type && q.name.toLowerCase() === name).length;
+  return { engine, warnings, server, asked };
+}
+
+/** The default engine asking `server` alone, and the warnings it gives. */
+function engineAsking(server: ScriptedDnsServer, options: EngineOptions = {}) {
   const warnings: string[] = [];
   const engine = createEngine({
     onWarning: (message) => warnings.push(message),
@@ -90,9 +98,7 @@ async function engineOn(
     // Never the system's resolver: every question goes to the scripted server.
     dnsOptions: { timeoutMs: 1_000, tries: 1, ...options.dnsOptions, servers: [server.address] },
   });
-  const asked = (type: string, name: string) =>
-    server.questions.filter((q) => q.type === type && q.name.toLowerCase() === name).length;
-  return { engine, warnings, server, asked };
+  return { engine, warnings };
 }
 
 describe('MX answers and their verdicts', () => {
@@ -139,11 +145,7 @@ describe('MX answers and their verdicts', () => {
 describe('a resolver that lies', () => {
   it('answering NODATA for every name does not make gmail.com undeliverable, and says so once', async () => {
     const server = await serve({}, {});
-    const warnings: string[] = [];
-    const engine = createEngine({
-      dnsOptions: { servers: [server.address], timeoutMs: 1_000, tries: 1 },
-      onWarning: (message) => warnings.push(message),
-    });
+    const { engine, warnings } = engineAsking(server);
     const verdicts = await Promise.all(
       ['ann@gmail.com', 'bob@outlook.com', 'cy@company-audit.com'].map((address) =>
         engine.verify(address, { method: 'quick' }),
@@ -159,11 +161,7 @@ describe('a resolver that lies', () => {
 
   it('1,000 concurrent verifies of gmail.com on a sandbox that denies it ask about gmail.com once', async () => {
     const server = await serve({});
-    const warnings: string[] = [];
-    const engine = createEngine({
-      dnsOptions: { servers: [server.address], timeoutMs: 1_000, tries: 1 },
-      onWarning: (message) => warnings.push(message),
-    });
+    const { engine, warnings } = engineAsking(server);
     const verdicts = await Promise.all(
       Array.from({ length: 1000 }, (_, i) => engine.verify(`u${i}@gmail.com`, { method: 'quick' })),
     );
@@ -201,11 +199,7 @@ describe('a resolver that lies', () => {
   it('answering NXDOMAIN for every name it answers is caught though one canary name fails', async () => {
     // A sandbox that refuses some names and denies the rest: no big mail domain resolves.
     const server = await serve({ 'yahoo.com': { rcode: 'REFUSED' } });
-    const warnings: string[] = [];
-    const engine = createEngine({
-      dnsOptions: { servers: [server.address], timeoutMs: 1_000, tries: 1 },
-      onWarning: (message) => warnings.push(message),
-    });
+    const { engine, warnings } = engineAsking(server);
     const verdict = await engine.verify('ann@gmail.com', { method: 'quick' });
     expect([verdict.state, verdict.reason]).toEqual(['risky', 'no_connect']);
     expect(verdict.riskFactors).toContain('dns_unavailable');
@@ -294,9 +288,7 @@ describe('what the resolver asks and how often', () => {
       '::1',
     );
     expect(server.address).toMatch(/^\[::1\]:\d+$/);
-    const engine = createEngine({
-      dnsOptions: { servers: [server.address], timeoutMs: 1_000, tries: 1 },
-    });
+    const { engine } = engineAsking(server);
     const verdict = await engine.verify('ann@v6-audit.com', { method: 'quick' });
     expect([verdict.state, verdict.mxRecord]).toEqual(['deliverable', 'mx.v6-audit.com']);
   });
@@ -360,9 +352,7 @@ describe('implicit MX (RFC 5321 5.1) and odd exchanges', () => {
       return q.type === 'MX' ? { answers: [] } : { rcode: 'SERVFAIL' };
     });
     servers.push(server);
-    const engine = createEngine({
-      dnsOptions: { servers: [server.address], timeoutMs: 1_000, tries: 1 },
-    });
+    const { engine } = engineAsking(server);
     const verdict = await engine.verify('ann@flaky-audit.com', { method: 'quick' });
     expect([verdict.state, verdict.reason]).toEqual(['risky', 'no_connect']);
     expect(verdict.riskFactors).toEqual(['dns_unavailable']);
