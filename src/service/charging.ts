@@ -154,11 +154,11 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
     if (fixed !== undefined) {
       // The engine's own answer for a test address, without parsing it a second time.
       if (signal?.aborted) throw signal.reason;
-      return ownVerdict(fixedVerdict(email, parsed, method, fixed, 'test_address'));
+      return fixedVerdict(email, parsed, method, fixed, 'test_address');
     }
     const action = await filters.match(accountId, parsed, signal);
     if (action === undefined) return undefined;
-    return ownVerdict(fixedVerdict(email, parsed, method, FILTER_VERDICTS[action], 'filter'));
+    return fixedVerdict(email, parsed, method, FILTER_VERDICTS[action], 'filter');
   }
 
   /**
@@ -307,14 +307,6 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
           : chargeAsync(accountId, email, method, signal, idem);
       }),
   };
-}
-
-/**
- * A fixed verdict with lists of its own: fixedVerdict hands out the table's riskFactors array,
- * which a host that changed one answer would change for every later answer of that kind.
- */
-function ownVerdict(verdict: Verdict): Verdict {
-  return { ...verdict, riskFactors: [...verdict.riskFactors] };
 }
 
 /** Whether `caller` is a Caller of `accountId` from authenticate, which found its account. */
