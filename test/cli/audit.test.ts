@@ -19,6 +19,7 @@ import {
   CLI_ROOT as ROOT,
   fastThenSilentAddresses,
   runCli,
+  signalAfter,
   startFastAndSilentDns,
   type CliOptions,
   type CliRun as Run,
@@ -290,17 +291,9 @@ describe('batch signals', () => {
   const args = () => batchAgainst(dns);
 
   it('SIGTERM mid-run writes what is done, says how far it got, and exits 143', async () => {
-    let sent = false;
-    const run = await cli(args(), {
-      stdin: lines.join('\n'),
-      whenOutput: (stdout, child) => {
-        if (!sent && stdout.split('\n').length > 100) {
-          sent = true;
-          child.kill('SIGTERM');
-        }
-      },
-    });
-    expect(sent).toBe(true);
+    const stop = signalAfter(100, 'SIGTERM');
+    const run = await cli(args(), { stdin: lines.join('\n'), whenOutput: stop.whenOutput });
+    expect(stop.sent()).toBe(true);
     expect(run.code).toBe(143);
     expect(inputs(run.stdout).slice(0, 100)).toEqual(lines.slice(0, 100));
     expect(run.stderr).toMatch(/Interrupted: 100 of 500 addresses read were verified and written/);

@@ -80,3 +80,20 @@ export function batchAgainst(dns: TestDnsServer): string[] {
     '--no-dns-canary',
   ];
 }
+
+/**
+ * Sends `signal` to the run once it has written more than `lines` lines (`sent()` says whether
+ * it did): a stop in mid-run, after those results.
+ */
+export function signalAfter(lines: number, signal: NodeJS.Signals) {
+  let sent = false;
+  return {
+    sent: () => sent,
+    whenOutput: (stdout: string, child: ReturnType<typeof spawn>) => {
+      if (!sent && stdout.split('\n').length > lines) {
+        sent = true;
+        child.kill(signal);
+      }
+    },
+  };
+}

@@ -9,6 +9,7 @@ import {
   CLI_ROOT,
   fastThenSilentAddresses,
   runCli,
+  signalAfter,
   startFastAndSilentDns,
 } from '../helpers/cli.js';
 import type { TestDnsServer } from '../helpers/dns-server.js';
@@ -70,17 +71,12 @@ describe('mailverdict CLI (spawned)', () => {
 
   it('Ctrl-C mid-run writes what is done, reports how far it got, and exits 130', async () => {
     const lines = fastThenSilentAddresses();
-    let sent = false;
+    const stop = signalAfter(100, 'SIGINT');
     const run = await cli(batchAgainst(dns), {
       stdin: lines.join('\n'),
-      whenOutput: (stdout, child) => {
-        if (!sent && stdout.split('\n').length > 100) {
-          sent = true;
-          child.kill('SIGINT');
-        }
-      },
+      whenOutput: stop.whenOutput,
     });
-    expect(sent).toBe(true);
+    expect(stop.sent()).toBe(true);
     expect(run.code).toBe(130);
     const records = run.stdout
       .trim()
