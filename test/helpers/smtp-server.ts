@@ -1,7 +1,20 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
+import type { NodeSmtpOptions } from '../../src/adapters/node-smtp.js';
 
 /** How the scripted server answers RCPT TO for one address: accept, or a coded refusal. */
+/** Prober options for test servers on loopback: private addresses allowed, short deadlines. */
+export const LOOPBACK_SMTP_OPTIONS: Partial<NodeSmtpOptions> = {
+  allowPrivateNetworks: true,
+  heloName: 'probe.example.net',
+  mailFrom: 'verify@example.net',
+  connectTimeoutMs: 1_000,
+  bannerTimeoutMs: 1_000,
+  commandTimeoutMs: 1_000,
+  sessionDeadlineMs: 3_000,
+  quitTimeoutMs: 200,
+};
+
 export type RcptScript = 'accept' | { code: number; message: string };
 
 export interface ScriptedServer {

@@ -3,7 +3,7 @@ import type * as dnsPacket from 'dns-packet';
 import { createNodeDns } from '../../src/adapters/node-dns.js';
 import { createCachedDns } from '../../src/dns/cached-dns.js';
 import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
-import { startScriptedServer } from '../helpers/smtp-server.js';
+import { LOOPBACK_SMTP_OPTIONS, startScriptedServer } from '../helpers/smtp-server.js';
 import {
   startScriptedDnsServer,
   type ScriptedDnsServer,
@@ -488,16 +488,7 @@ describe('configured servers, timeouts and tries', () => {
 });
 
 describe('the smtp method on DNS from loopback', () => {
-  const SMTP = {
-    allowPrivateNetworks: true,
-    heloName: 'probe.example.net',
-    mailFrom: 'verify@example.net',
-    connectTimeoutMs: 1_000,
-    bannerTimeoutMs: 1_000,
-    commandTimeoutMs: 1_000,
-    sessionDeadlineMs: 3_000,
-    quitTimeoutMs: 200,
-  };
+  const SMTP = LOOPBACK_SMTP_OPTIONS;
 
   it('reaches the mail host by MX name, by an IP-address exchange and by implicit MX, past one that does not resolve', async () => {
     const smtp = await startScriptedServer({

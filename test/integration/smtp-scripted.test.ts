@@ -4,6 +4,7 @@ import { createEngine } from '../../src/engine/engine.js';
 import type { Verdict } from '../../src/engine/verdict.js';
 import { createNodeSmtp, type NodeSmtpOptions } from '../../src/adapters/node-smtp.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
+import { LOOPBACK_SMTP_OPTIONS } from '../helpers/smtp-server.js';
 
 /**
  * Scripted real-world SMTP servers on 127.0.0.1, each a table row: what the server says at
@@ -133,16 +134,7 @@ const recipient = (command: string) =>
 /** The catch-all probe's address: 20 random letters and digits. */
 const isRandom = (command: string) => /^[a-z0-9]{20}@/.test(recipient(command));
 
-const SMTP_OPTIONS: Partial<NodeSmtpOptions> = {
-  allowPrivateNetworks: true,
-  heloName: 'probe.example.net',
-  mailFrom: 'verify@example.net',
-  connectTimeoutMs: 1_000,
-  bannerTimeoutMs: 1_000,
-  commandTimeoutMs: 1_000,
-  sessionDeadlineMs: 3_000,
-  quitTimeoutMs: 200,
-};
+const SMTP_OPTIONS = LOOPBACK_SMTP_OPTIONS;
 
 /** Verifies `addresses` (smtp method) against MX hosts mapped to loopback addresses. */
 async function verify(
