@@ -15,7 +15,9 @@ import { verifyRoute } from './verify-route.js';
 export interface HandlerOptions {
   /**
    * The public base URL of the API (`https://api.example.com`), for the absolute
-   * `download_url` of finished batches. Default: the origin of each request's URL.
+   * `download_url` of finished batches; its path is kept, a query or fragment dropped, and a
+   * value that is no URL throws here. Default: the service's `batch.baseUrl`, else the origin
+   * of each request's URL.
    */
   readonly baseUrl?: string;
   /**
