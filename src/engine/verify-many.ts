@@ -167,8 +167,7 @@ class VerifyManyRun implements VerifyManyIterator {
   #badInput: { readonly error: unknown } | undefined;
   /** The source's next item, while an async source has not given it yet. */
   #reading: Promise<void> | undefined;
-  /** Resolves when the caller's signal aborts: a wait on a silent source ends then too. */
-  readonly #aborted: Promise<void> | undefined;
+  /** Takes the run's abort listener off the caller's signal. */
   #stopListening: (() => void) | undefined;
   #wake: (() => void) | undefined;
   #waiting: Promise<IteratorResult<VerifyManyResult, undefined>> | undefined;
@@ -188,17 +187,15 @@ class VerifyManyRun implements VerifyManyIterator {
     // Every verification in flight listens to the caller's signal: thousands, by design.
     if (options.signal !== undefined) setMaxListeners(0, options.signal);
     const { signal } = options;
-    this.#aborted =
-      signal === undefined
-        ? undefined
-        : new Promise((resolve) => {
-            if (signal.aborted) return resolve();
-            // Removed when the run finishes: a signal that outlives the run (a host's shutdown
-            // signal, passed to every run) would otherwise hold each finished run.
-            this.#stopListening = () => signal.removeEventListener('abort', onAbort);
-            const onAbort = () => resolve();
-            signal.addEventListener('abort', onAbort, { once: true });
-          });
+    if (signal !== undefined && !signal.aborted) {
+      // An abort ends any wait, a wait on a silent source too: the next step sees the signal.
+      // A listener that wakes the run, not a promise raced at each wait, which would gather a
+      // reaction per wait for as long as the run lasts (`tail -f`). Removed when the run
+      // finishes: a signal that outlives the run (a host's shutdown signal) would hold it.
+      const onAbort = () => this.#wakeUp();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#stopListening = () => signal.removeEventListener('abort', onAbort);
+    }
     this.#verifyOptions = {
       ...(options.method === undefined ? {} : { method: options.method }),
       ...(options.retryGreylisted === undefined
@@ -246,7 +243,7 @@ class VerifyManyRun implements VerifyManyIterator {
     }
     const settled = new Promise<void>((resolve) => (this.#wake = resolve));
     if (reading !== undefined) {
-      return this.#wait(Promise.race([reading, settled, this.#aborted ?? settled]));
+      return this.#wait(Promise.race([reading, settled]));
     }
     if (this.#exhausted && this.#held === 0 && this.#buffered === 0) {
       const bad = this.#badInput;
@@ -283,6 +280,11 @@ class VerifyManyRun implements VerifyManyIterator {
   #settle(outcome: Outcome, group: DomainGroup | undefined): void {
     this.#ready.push(outcome);
     this.#readyGroups.push(group);
+    this.#wakeUp();
+  }
+
+  /** Ends the step's wait, if one is waiting. */
+  #wakeUp(): void {
     const wake = this.#wake;
     if (wake !== undefined) {
       this.#wake = undefined;
