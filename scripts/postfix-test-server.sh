@@ -121,8 +121,15 @@ CONF
 postmap /etc/postfix/vmailbox /etc/postfix/recipient_access
 install -d -m 755 /var/mail/vhosts
 
-postgrey --inet="127.0.0.1:${GREY_PORT}" --delay=1 --daemonize \
-  --pidfile=/run/mailverdict-postgrey.pid --dbdir=/var/lib/postgrey >/dev/null
+# A database of its own, fresh at each start, and no client auto-whitelisting: postgrey lets
+# a client through without greylisting after 5 retries that passed (its default), and the
+# system database kept that count across runs, so that from the third run on this machine
+# ann@greylist.org was accepted at the first attempt.
+GREY_DB=/var/lib/mailverdict-postgrey
+rm -rf "$GREY_DB"
+install -d -o postgrey -g postgrey -m 700 "$GREY_DB"
+postgrey --inet="127.0.0.1:${GREY_PORT}" --delay=1 --auto-whitelist-clients=0 --daemonize \
+  --pidfile=/run/mailverdict-postgrey.pid --dbdir="$GREY_DB" >/dev/null
 postfix check
 postfix start >/dev/null
 
