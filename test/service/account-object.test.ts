@@ -1,19 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Store } from '../../src/ports/store.js';
-import { createSqliteStore } from '../../src/sqlite.js';
-import { createMemoryStore } from '../../src/store/memory-store.js';
-import { fixture } from './helpers.js';
+import { fixture, STORES } from './helpers.js';
 
 afterEach(() => {
   vi.useRealTimers();
 });
 
-const stores: [string, () => Store][] = [
-  ['memory', () => createMemoryStore()],
-  ['sqlite', () => createSqliteStore(':memory:')],
-];
-
-describe.each(stores)('the account object on %s', (_name, makeStore) => {
+describe.each(STORES)('the account object on %s', (_name, makeStore) => {
   it('gives the billing period as YYYY-MM-DD (UTC), the end its last day, inclusive', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const cases: [number, number, { start: string; end: string }][] = [

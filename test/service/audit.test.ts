@@ -5,17 +5,10 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createEngine } from '../../src/engine/engine.js';
-import type { Store } from '../../src/ports/store.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { createService } from '../../src/service/service.js';
-import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import { fixture as baseFixture, refusal } from './helpers.js';
-
-const stores: [string, () => Store][] = [
-  ['memory', () => createMemoryStore()],
-  ['sqlite', () => createSqliteStore(':memory:')],
-];
+import { fixture as baseFixture, refusal, STORES } from './helpers.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -30,7 +23,7 @@ function scribble(mutate: () => void): void {
   }
 }
 
-describe.each(stores)('answers handed to a host on the %s store', (_name, makeStore) => {
+describe.each(STORES)('answers handed to a host on the %s store', (_name, makeStore) => {
   const fixture = () => baseFixture({ store: makeStore() });
 
   it('are copies: changing a listed allow-list opens nothing', async () => {
@@ -123,7 +116,7 @@ describe.each(stores)('answers handed to a host on the %s store', (_name, makeSt
   });
 });
 
-describe.each(stores)('verify for an account that does not exist, on the %s store', (_n, make) => {
+describe.each(STORES)('verify for an account that does not exist, on the %s store', (_n, make) => {
   it('is 404 for test addresses and filter matches too, as for any other address', async () => {
     const { service } = await baseFixture({ store: make() });
     const nobody = { accountId: 'acct_doesnotexist' };
@@ -134,7 +127,7 @@ describe.each(stores)('verify for an account that does not exist, on the %s stor
   });
 });
 
-describe.each(stores)('hostile objects on the %s store', (_name, makeStore) => {
+describe.each(STORES)('hostile objects on the %s store', (_name, makeStore) => {
   it('are refused as invalid_request naming the parameter, never a raw TypeError', async () => {
     const { service, accountId, secret } = await baseFixture({ store: makeStore() });
     const revoked = () => {
@@ -222,7 +215,7 @@ describe.each(stores)('hostile objects on the %s store', (_name, makeStore) => {
   });
 });
 
-describe.each(stores)('amounts at Number.MAX_SAFE_INTEGER on the %s store', (_name, makeStore) => {
+describe.each(STORES)('amounts at Number.MAX_SAFE_INTEGER on the %s store', (_name, makeStore) => {
   it('takes any amount the bound allows, refusing only what would pass it', async () => {
     const { service, accountId } = await baseFixture({
       store: makeStore(),
@@ -297,7 +290,7 @@ describe('createService with wrong options', () => {
   });
 });
 
-describe.each(stores)('concurrent key administration on the %s store', (_name, makeStore) => {
+describe.each(STORES)('concurrent key administration on the %s store', (_name, makeStore) => {
   const at = Date.UTC(2026, 0, 1);
   const make = async () => {
     const service = createService({
@@ -331,7 +324,7 @@ describe.each(stores)('concurrent key administration on the %s store', (_name, m
   });
 });
 
-describe.each(stores)('the plan a Caller carries, on the %s store', (_name, makeStore) => {
+describe.each(STORES)('the plan a Caller carries, on the %s store', (_name, makeStore) => {
   it('cannot be changed by a host to lift the limits of every key on the plan', async () => {
     const { service, accountId } = await baseFixture({
       store: makeStore(),
@@ -358,7 +351,7 @@ describe.each(stores)('the plan a Caller carries, on the %s store', (_name, make
   });
 });
 
-describe.each(stores)('verdicts handed to a host, on the %s store', (_name, makeStore) => {
+describe.each(STORES)('verdicts handed to a host, on the %s store', (_name, makeStore) => {
   it("are its own: changing one's risk factors changes no later verdict", async () => {
     const { service, accountId } = await baseFixture({ store: makeStore() });
     await service.createFilter(

@@ -1,19 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Store } from '../../src/ports/store.js';
-import { createSqliteStore } from '../../src/sqlite.js';
-import { createMemoryStore } from '../../src/store/memory-store.js';
-import { fixture as baseFixture, refusal } from './helpers.js';
-
-const stores: [string, () => Store][] = [
-  ['memory', () => createMemoryStore()],
-  ['sqlite', () => createSqliteStore(':memory:')],
-];
+import { fixture as baseFixture, refusal, STORES } from './helpers.js';
 
 afterEach(() => {
   vi.useRealTimers();
 });
 
-describe.each(stores)('key rotation on %s', (_name, makeStore) => {
+describe.each(STORES)('key rotation on %s', (_name, makeStore) => {
   const fixture = () => baseFixture({ store: makeStore() });
 
   it('never extends a grace period by rotating again during it', async () => {
@@ -52,7 +44,7 @@ describe.each(stores)('key rotation on %s', (_name, makeStore) => {
   });
 });
 
-describe.each(stores)('public key trusted domains on %s', (_name, makeStore) => {
+describe.each(STORES)('public key trusted domains on %s', (_name, makeStore) => {
   const fixture = () => baseFixture({ store: makeStore() });
 
   it('refuses a public suffix when the key is created or updated, storing nothing', async () => {

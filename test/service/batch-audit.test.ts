@@ -4,21 +4,15 @@ import type { Dns } from '../../src/ports/dns.js';
 import type { Store } from '../../src/ports/store.js';
 import { createService, type BatchOptions, type Service } from '../../src/service/service.js';
 import { chunkByDomain } from '../../src/service/batch/chunks.js';
-import { createSqliteStore } from '../../src/sqlite.js';
-import { createMemoryStore } from '../../src/store/memory-store.js';
-import { gatedDns, refusal, text } from './helpers.js';
+import { gatedDns, refusal, text, STORES } from './helpers.js';
 
 /**
  * Batch jobs as customers and hostile callers meet them through the library (DESIGN 5.3,
  * 5.5, 5.6; README "Batch jobs"): what counts as the same address, what is free, what the
  * credits say at every moment, and what is refused.
  */
-const stores: [string, () => Store][] = [
-  ['memory', () => createMemoryStore()],
-  ['sqlite', () => createSqliteStore(':memory:')],
-];
 
-describe.each(stores)('batch audit (%s)', (_name, makeStore) => {
+describe.each(STORES)('batch audit (%s)', (_name, makeStore) => {
   let services: Service[] = [];
   afterEach(async () => {
     for (const service of services) await service.stop();
@@ -195,13 +189,13 @@ describe.each(stores)('batch audit (%s)', (_name, makeStore) => {
   });
 });
 
-describe.each(stores)('a job waiting for a runner (%s)', (_name, makeStore) => {
+describe.each(STORES)('a job waiting for a runner (%s)', (_name, makeStore) => {
   afterEach(() => vi.useRealTimers());
 
   it('keeps its hold while it waits: a sweep and other spending cannot starve it', async () => {
     // Only the runner's renewal timer is faked, so that it fires when the test says.
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
-    // From the real now: the stores' own sweep timers read the real time.
+    // From the real now: the STORES' own sweep timers read the real time.
     let now = Date.now();
     const clock = { now: () => now };
     const dns = gatedDns({ 'example.org': ['mx.example.org'] });

@@ -4,17 +4,10 @@ import { createEngine } from '../../src/engine/engine.js';
 import type { Dns } from '../../src/ports/dns.js';
 import type { JobRecord, Store } from '../../src/ports/store.js';
 import type { JobWork } from '../../src/service/batch/job-work.js';
-import { createSqliteStore } from '../../src/sqlite.js';
 import { createService, type Service } from '../../src/service/service.js';
 import type { ServiceError } from '../../src/service/service-error.js';
-import { createMemoryStore } from '../../src/store/memory-store.js';
 import { createMemoryWebhookSender } from '../../src/testing.js';
-import { gatedDns, text } from './helpers.js';
-
-const stores: [string, () => Store][] = [
-  ['memory', () => createMemoryStore()],
-  ['sqlite', () => createSqliteStore(':memory:')],
-];
+import { gatedDns, text, STORES } from './helpers.js';
 
 const fakeClock = (start = Date.UTC(2026, 10, 1)) => {
   let now = start;
@@ -30,7 +23,7 @@ async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
   return error as ServiceError;
 }
 
-describe.each(stores)('batch jobs (%s)', (_name, makeStore) => {
+describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
   let services: Service[] = [];
   afterEach(async () => {
     for (const service of services) await service.stop();

@@ -2,9 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import type { Store } from '../../src/ports/store.js';
 import { createMemorySmtp } from '../../src/smtp/memory-smtp.js';
-import { createSqliteStore } from '../../src/sqlite.js';
-import { createMemoryStore } from '../../src/store/memory-store.js';
-import { countingDns, countingSmtp, fixture, refusal } from './helpers.js';
+import { countingDns, countingSmtp, fixture, refusal, STORES } from './helpers.js';
 
 describe('filters: create, list, delete', () => {
   it('normalizes values with the engine parser: emails, IDN domains, IPs and CIDR ranges', async () => {
@@ -238,12 +236,7 @@ function recordingStore(inner: Store) {
   return { store, reads };
 }
 
-const stores: [string, () => Store][] = [
-  ['memory', () => createMemoryStore()],
-  ['sqlite', () => createSqliteStore(':memory:')],
-];
-
-describe.each(stores)(
+describe.each(STORES)(
   'IP filters by lookup, not by scan (DESIGN 5.4), on %s',
   (_name, makeStore) => {
     const zones = {

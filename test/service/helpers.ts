@@ -7,6 +7,7 @@ import type { Store } from '../../src/ports/store.js';
 import { createService, type NewAccount, type Service } from '../../src/service/service.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
+import { createSqliteStore } from '../../src/adapters/sqlite-store.js';
 
 export interface Fixture {
   readonly service: Service;
@@ -94,3 +95,9 @@ export async function text(chunks: AsyncIterable<string>): Promise<string> {
   for await (const chunk of chunks) all += chunk;
   return all;
 }
+
+/** The stores the service tests run on: memory, and SQLite in memory. */
+export const STORES: [string, () => Store][] = [
+  ['memory', () => createMemoryStore()],
+  ['sqlite', () => createSqliteStore(':memory:')],
+];
