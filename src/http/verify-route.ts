@@ -49,14 +49,16 @@ export async function verifyRoute(exchange: Exchange): Promise<Reply> {
   const waits = method === 'smtp' || exchange.service.engine.dns.offline !== true;
   let verdict: Verdict;
   try {
-    ({ verdict } = await namingIdempotencyKey(() =>
+    const verify = () =>
       exchange.service.verify(caller, email, {
         method,
         ...optional('signal', waits ? exchange.request.signal : undefined),
         ...optional('requestId', requestId),
         ...optional('shape', requestId === undefined ? undefined : shapeKey(shape)),
-      }),
-    ));
+      });
+    // Only a request with the header can be refused about it: the others skip the wrapper's
+    // extra await on the hot path.
+    ({ verdict } = await (requestId === undefined ? verify() : namingIdempotencyKey(verify)));
   } catch (error) {
     // The service refuses the smtp method on an engine that cannot probe, naming `method`;
     // in form B the caller asked for it with `smtp`, and is told to send smtp=false.
