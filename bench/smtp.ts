@@ -5,7 +5,7 @@
  * the way deep-email-validator and most peers probe (connect, EHLO, MAIL, RCPT, QUIT for
  * each address). Both use the same prober, server and connection limit.
  */
-import { createNodeSmtp } from '../src/adapters/node-smtp.js';
+import { createNodeSmtp } from '../src/adapters/node/smtp.js';
 import { mailHosts } from '../src/checks/mx.js';
 import { createMemoryDns } from '../src/dns/memory-dns.js';
 import { createEngine } from '../src/engine/engine.js';

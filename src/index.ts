@@ -25,11 +25,11 @@ export { providerOf } from './engine/provider.js';
 export * from './format/shapes.js';
 export type * from './ports/index.js';
 export { systemClock } from './ports/index.js';
-export { createNodeDns, DNS_DEADLINE_MS } from './adapters/node-dns.js';
+export { createNodeDns, DNS_DEADLINE_MS } from './adapters/node/dns.js';
 export type { VerifyManyOptions, VerifyManyResult } from './engine/verify-many.js';
-export type { NodeDnsOptions } from './adapters/node-dns.js';
+export type { NodeDnsOptions } from './adapters/node/dns.js';
 // Types only: the prober itself is in mailverdict/smtp, loaded on the first probe.
-export type { NodeSmtpOptions } from './adapters/node-smtp.js';
+export type { NodeSmtpOptions } from './adapters/node/smtp.js';
 export type { ReplyClass } from './smtp/classify.js';
 export { createCachedDns } from './dns/cached-dns.js';
 export type { CachedDnsOptions } from './dns/cached-dns.js';

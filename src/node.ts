@@ -13,4 +13,4 @@ export { createHandler } from './http/handler.js';
 export type { FetchHandler, HandlerOptions } from './http/handler.js';
 export type { OperationsOptions } from './http/operations.js';
 export type { MetricsEndpoint, Observer } from './ports/observer.js';
-export type { PrometheusMetrics, PrometheusMetricsOptions } from './adapters/prometheus.js';
+export type { PrometheusMetrics, PrometheusMetricsOptions } from './adapters/prometheus/metrics.js';

@@ -13,5 +13,5 @@ export {
   REDIS_HOLD_SWEEP_MS,
   REDIS_KEY_PREFIX,
   REDIS_MAX_RETRIES_PER_REQUEST,
-} from './adapters/redis-store.js';
-export type { RedisStoreOptions } from './adapters/redis-store.js';
+} from './adapters/redis/store.js';
+export type { RedisStoreOptions } from './adapters/redis/store.js';

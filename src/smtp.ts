@@ -18,10 +18,10 @@ export {
   QUIT_TIMEOUT_MS,
   SESSION_DEADLINE_MS,
   SMTP_PORT,
-} from './adapters/node-smtp.js';
-export type { NodeSmtpOptions } from './adapters/node-smtp.js';
+} from './adapters/node/smtp.js';
+export type { NodeSmtpOptions } from './adapters/node/smtp.js';
 export type { SharedHostSlots } from './smtp/connection-limits.js';
-export { MAX_CONNECTIONS_PER_PROXY } from './adapters/socks-connect.js';
+export { MAX_CONNECTIONS_PER_PROXY } from './adapters/node/socks-connect.js';
 export { parseProxyUrl } from './smtp/proxy-url.js';
 export type { ProxySpec } from './smtp/proxy-url.js';
 export { batchProbes, CATCH_ALL_TTL_MS } from './engine/probe-batcher.js';

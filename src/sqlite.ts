@@ -3,5 +3,5 @@
  * the engine and the service never require the native module. Install `better-sqlite3`
  * (major 12) beside mailverdict to use it.
  */
-export { createSqliteStore, MIGRATIONS, SQLITE_BUSY_TIMEOUT_MS } from './adapters/sqlite-store.js';
-export type { SqliteStoreOptions } from './adapters/sqlite-store.js';
+export { createSqliteStore, MIGRATIONS, SQLITE_BUSY_TIMEOUT_MS } from './adapters/sqlite/store.js';
+export type { SqliteStoreOptions } from './adapters/sqlite/store.js';

@@ -45,9 +45,9 @@ export async function openService(flags: FileFlags, parts: ServiceParts = {}): P
 }
 
 async function sqliteStore(path: string): Promise<Store> {
-  let createSqliteStore: typeof import('../adapters/sqlite-store.js').createSqliteStore;
+  let createSqliteStore: typeof import('../adapters/sqlite/store.js').createSqliteStore;
   try {
-    ({ createSqliteStore } = await import('../adapters/sqlite-store.js'));
+    ({ createSqliteStore } = await import('../adapters/sqlite/store.js'));
   } catch (error) {
     throw new UsageError(
       `the service commands need better-sqlite3 (npm install better-sqlite3@12): ${(error as Error).message}`,
@@ -62,9 +62,9 @@ async function sqliteStore(path: string): Promise<Store> {
 }
 
 async function redisStore(url: string): Promise<Store> {
-  let createRedisStore: typeof import('../adapters/redis-store.js').createRedisStore;
+  let createRedisStore: typeof import('../adapters/redis/store.js').createRedisStore;
   try {
-    ({ createRedisStore } = await import('../adapters/redis-store.js'));
+    ({ createRedisStore } = await import('../adapters/redis/store.js'));
   } catch (error) {
     throw new UsageError(
       `--redis needs ioredis (npm install ioredis@5): ${(error as Error).message}`,

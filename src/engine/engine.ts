@@ -4,8 +4,8 @@ import {
   type ParseAddressOptions,
   type ParseResult,
 } from '../address/parse.js';
-import { createNodeDns, type NodeDnsOptions } from '../adapters/node-dns.js';
-import type { NodeSmtpOptions } from '../adapters/node-smtp.js';
+import { createNodeDns, type NodeDnsOptions } from '../adapters/node/dns.js';
+import type { NodeSmtpOptions } from '../adapters/node/smtp.js';
 import type { AddressFacts, CheckPorts, CheckResult, Checker } from '../checks/checker.js';
 import { syntaxFinding } from '../checks/syntax.js';
 import { createCachedDns } from '../dns/cached-dns.js';
@@ -84,7 +84,7 @@ export interface EngineOptions {
   readonly disposableAllow?: Iterable<string>;
   /**
    * Told of every verdict, of the default DNS cache's queries and hits, and of SMTP probes
-   * (metrics: adapters/prometheus.ts). Default none, at no cost.
+   * (metrics: adapters/prometheus/metrics.ts). Default none, at no cost.
    */
   readonly observer?: Observer;
 }
@@ -325,7 +325,7 @@ function defaultProber(options: EngineOptions, dns: Dns): SmtpProber {
   return {
     probe(request, signal) {
       // Loaded on first use: engines that never probe never load the SMTP client (DESIGN 8).
-      prober ??= import('../adapters/node-smtp.js').then(({ createNodeSmtp }) =>
+      prober ??= import('../adapters/node/smtp.js').then(({ createNodeSmtp }) =>
         createNodeSmtp({
           resolveHost: (host, hostSignal) =>
             dns.addresses?.(host, hostSignal) ?? Promise.resolve([]),

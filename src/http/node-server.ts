@@ -6,7 +6,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { PrometheusMetrics, PrometheusMetricsOptions } from '../adapters/prometheus.js';
+import type { PrometheusMetrics, PrometheusMetricsOptions } from '../adapters/prometheus/metrics.js';
 import type { MetricsEndpoint } from '../ports/observer.js';
 import type { Service } from '../service/service.js';
 import { withRemoteAddress } from './client-ip.js';
@@ -429,7 +429,7 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
 }
 
 /**
- * Prometheus metrics (adapters/prometheus.ts): give `observer` to createEngine and
+ * Prometheus metrics (adapters/prometheus/metrics.ts): give `observer` to createEngine and
  * createService, and the whole to serve()'s `metrics`. Loaded on demand: importing prom-client
  * takes about 45 ms (node -e, measured here), half again mailverdict/node's cold start.
  *
@@ -442,7 +442,7 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
 export async function loadPrometheusMetrics(
   options?: PrometheusMetricsOptions,
 ): Promise<PrometheusMetrics> {
-  const { createPrometheusMetrics } = await import('../adapters/prometheus.js');
+  const { createPrometheusMetrics } = await import('../adapters/prometheus/metrics.js');
   return createPrometheusMetrics(options);
 }
 

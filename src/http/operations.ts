@@ -14,7 +14,7 @@ export interface OperationsOptions {
    */
   readonly health?: boolean;
   /**
-   * `GET /metrics`: the endpoint's text (Prometheus: adapters/prometheus.ts), which is also
+   * `GET /metrics`: the endpoint's text (Prometheus: adapters/prometheus/metrics.ts), which is also
    * told of every request the handler answers. Default none.
    */
   readonly metrics?: MetricsEndpoint;

@@ -14,7 +14,7 @@ export type WebhookOutcome = 'delivered' | 'retrying' | 'failed';
  * webhook outbox call when they are given one, for metrics or logs. Every callback is
  * optional, synchronous and must not throw; none is called when no observer is given, so an
  * engine without one pays nothing. Nothing here names a metrics library: the Prometheus
- * adapter (adapters/prometheus.ts) is one implementation.
+ * adapter (adapters/prometheus/metrics.ts) is one implementation.
  */
 export interface Observer {
   /** One verdict the engine reached (verify, verifySync and each of verifyMany's). */

@@ -273,7 +273,7 @@ export interface Store extends BatchStore {
   listKeys(accountId: string): Promise<readonly KeyRecord[]>;
   updateKey(id: string, changes: KeyChanges): Promise<KeyRecord | undefined>;
 
-  /** Applies one ledger request atomically (the rules: service/ledger.ts). */
+  /** Applies one ledger request atomically (the rules: store/rules/ledger.ts). */
   applyLedger(accountId: string, request: LedgerRequest, at: number): Promise<LedgerOutcome>;
   /**
    * Applies several requests and an idempotency change in one transaction, all or none: the

@@ -22,7 +22,7 @@ export type WebhookResponse =
     };
 
 /**
- * The webhook port: sends one POST. The Node adapter (adapters/node-webhook.ts) resolves the
+ * The webhook port: sends one POST. The Node adapter (adapters/node/webhook.ts) resolves the
  * host, checks every address against the SSRF rules and connects to the checked address.
  */
 export interface WebhookSender {

@@ -4,7 +4,7 @@ import type { Caller } from './auth.js';
 import { billingPeriod, billingPeriodDates } from './billing-period.js';
 import { fileLedger } from './charging.js';
 import { accountOf, type ServiceContext } from './context.js';
-import { MAX_LEDGER_AMOUNT, SERVICE_REF_PREFIX } from './ledger.js';
+import { MAX_LEDGER_AMOUNT, SERVICE_REF_PREFIX } from '../store/rules/ledger.js';
 import { isPlanName, PLAN_NAMES, PLANS, type PlanName } from './plans.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 import { answering, requireInteger, requireObject, requireText } from './validate.js';

@@ -4,7 +4,7 @@ import type { AccountAdmin } from './account.js';
 import type { KeyAdmin } from './auth.js';
 import { fileLedger, type LedgerReceipt } from './charging.js';
 import { accountOf, type ServiceContext } from './context.js';
-import { MAX_LEDGER_AMOUNT, SERVICE_REF_PREFIX } from './ledger.js';
+import { MAX_LEDGER_AMOUNT, SERVICE_REF_PREFIX } from '../store/rules/ledger.js';
 import { invalidRequest } from './service-error.js';
 import {
   answering,

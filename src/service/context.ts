@@ -4,7 +4,7 @@ import type { Observer } from '../ports/observer.js';
 import type { AccountRecord, Store } from '../ports/store.js';
 import { randomBase62, type RandomBytes } from './api-keys.js';
 import { createKeyCache, type KeyCache } from './key-cache.js';
-import { SERVICE_REF_PREFIX } from './ledger.js';
+import { SERVICE_REF_PREFIX } from '../store/rules/ledger.js';
 import type { RateLimits } from './rate-limits.js';
 import { ServiceError } from './service-error.js';
 import { requireText } from './validate.js';

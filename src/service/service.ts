@@ -50,7 +50,7 @@ export interface ServiceOptions {
   /** Batch jobs: download URLs, retention, callbacks and webhooks, runner limits (DESIGN 5.5). */
   readonly batch?: BatchOptions;
   /**
-   * Told of batch job progress and webhook attempts (metrics: adapters/prometheus.ts).
+   * Told of batch job progress and webhook attempts (metrics: adapters/prometheus/metrics.ts).
    * Default: the engine's observer, which is told of verdicts, DNS and SMTP.
    */
   readonly observer?: Observer;

@@ -1,7 +1,7 @@
 import type { MethodName } from '../engine/methods.js';
 import type { LedgerRequest } from '../ports/store.js';
-import { StoreError } from '../store/store-error.js';
-import { MAX_LEDGER_AMOUNT } from './ledger.js';
+import { StoreError } from '../store/rules/store-error.js';
+import { MAX_LEDGER_AMOUNT } from '../store/rules/ledger.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 
 /**

@@ -7,8 +7,8 @@ import type {
   LedgerRequest,
   WebhookMessage,
 } from '../ports/store.js';
-import { applyLedgerCommit, type LedgerBook } from '../service/ledger.js';
-import { StoreError } from './store-error.js';
+import { applyLedgerCommit, type LedgerBook } from './rules/ledger.js';
+import { StoreError } from './rules/store-error.js';
 
 interface MemoryItem {
   readonly email: string;

@@ -16,12 +16,12 @@ import {
   expiredHoldRelease,
   idempotencyLive,
   type LedgerBook,
-} from '../service/ledger.js';
+} from './rules/ledger.js';
 import { rangeShape } from '../service/ip-ranges.js';
 import { createMemoryBatchStore } from './memory-batch-store.js';
 import { LedgerColumns } from './ledger-columns.js';
-import { rateCounterOver, UNLIMITED_POINTS } from './rate-counter.js';
-import { StoreError } from './store-error.js';
+import { rateCounterOver, UNLIMITED_POINTS } from './rules/rate-counter.js';
+import { StoreError } from './rules/store-error.js';
 
 interface AccountBook {
   account: AccountRecord;

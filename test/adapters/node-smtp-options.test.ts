@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createNodeSmtp } from '../../src/adapters/node-smtp.js';
+import { createNodeSmtp } from '../../src/adapters/node/smtp.js';
 
 describe('createNodeSmtp options', () => {
   it('warns once for each production setting left to its default', () => {

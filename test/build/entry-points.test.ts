@@ -54,7 +54,7 @@ describe('entry points', () => {
         input.startsWith('src/store/') ||
         input.includes('sqlite') ||
         input.includes('redis') ||
-        input === 'src/adapters/node-smtp.ts' ||
+        input === 'src/adapters/node/smtp.ts' ||
         input.startsWith('src/http/') ||
         /external:(?:rate-limiter-flexible|better-sqlite3|tldts|ipaddr\.js|commander|bullmq|ioredis)/.test(
           input,
@@ -63,7 +63,7 @@ describe('entry points', () => {
     expect(forbidden).toEqual([]);
     expect(inputs.has('src/engine/engine.ts')).toBe(true);
     // The SMTP client is there, for the first probe, as a chunk of its own.
-    expect(lazy.has('src/adapters/node-smtp.ts')).toBe(true);
+    expect(lazy.has('src/adapters/node/smtp.ts')).toBe(true);
   });
 
   it('mailverdict/parse reaches only the parser', async () => {

@@ -1,7 +1,7 @@
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
 import type { CreditBalance, LedgerEntry, Store } from '../../src/ports/store.js';
-import type { LedgerRequest } from '../../src/service/ledger.js';
+import type { LedgerRequest } from '../../src/store/rules/ledger.js';
 import type { PlanName } from '../../src/service/plans.js';
 import { createService, type Service } from '../../src/service/service.js';
 import { ServiceError } from '../../src/service/service-error.js';

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
-import type { NodeSmtpOptions } from '../../src/adapters/node-smtp.js';
+import type { NodeSmtpOptions } from '../../src/adapters/node/smtp.js';
 
 /** How the scripted server answers RCPT TO for one address: accept, or a coded refusal. */
 /** Prober options for test servers on loopback: private addresses allowed, short deadlines. */

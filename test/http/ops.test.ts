@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPrometheusMetrics } from '../../src/adapters/prometheus.js';
+import { createPrometheusMetrics } from '../../src/adapters/prometheus/metrics.js';
 import { createEngine } from '../../src/engine/engine.js';
 import { createHandler } from '../../src/http/handler.js';
 import { serve, type RunningServer } from '../../src/http/node-server.js';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createNodeWebhookSender } from '../../src/adapters/node-webhook.js';
+import { createNodeWebhookSender } from '../../src/adapters/node/webhook.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
 import { serve, type RunningServer } from '../../src/http/node-server.js';

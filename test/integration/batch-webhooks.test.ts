@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createNodeWebhookSender } from '../../src/adapters/node-webhook.js';
+import { createNodeWebhookSender } from '../../src/adapters/node/webhook.js';
 import { createEngine } from '../../src/engine/engine.js';
 import type { WebhookSender } from '../../src/ports/webhook.js';
 import { createService, type BatchOptions, type Service } from '../../src/service/service.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeDns } from '../../src/adapters/node-dns.js';
+import { createNodeDns } from '../../src/adapters/node/dns.js';
 import { createCachedDns } from '../../src/dns/cached-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeSmtp } from '../../src/adapters/node-smtp.js';
+import { createNodeSmtp } from '../../src/adapters/node/smtp.js';
 import { createRedisHostSlots } from '../../src/bullmq.js';
 import { startLineServer } from '../helpers/line-smtp-server.js';
 import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';

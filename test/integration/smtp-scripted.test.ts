@@ -2,7 +2,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../../src/engine/engine.js';
 import type { Verdict } from '../../src/engine/verdict.js';
-import { createNodeSmtp, type NodeSmtpOptions } from '../../src/adapters/node-smtp.js';
+import { createNodeSmtp, type NodeSmtpOptions } from '../../src/adapters/node/smtp.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { LOOPBACK_SMTP_OPTIONS } from '../helpers/smtp-server.js';
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createNodeSmtp, type NodeSmtpOptions } from '../../src/adapters/node-smtp.js';
+import { createNodeSmtp, type NodeSmtpOptions } from '../../src/adapters/node/smtp.js';
 import { createEngine } from '../../src/engine/engine.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../../src/engine/engine.js';
 import type { Verdict } from '../../src/engine/verdict.js';
-import { createNodeSmtp, type NodeSmtpOptions } from '../../src/adapters/node-smtp.js';
+import { createNodeSmtp, type NodeSmtpOptions } from '../../src/adapters/node/smtp.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { startLineServer, type LineServer } from '../helpers/line-smtp-server.js';
 import { startScriptedServer, type ScriptedServer } from '../helpers/smtp-server.js';

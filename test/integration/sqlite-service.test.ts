@@ -8,7 +8,7 @@ import { createEngine } from '../../src/engine/engine.js';
 import { createService } from '../../src/service/service.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { createSqliteStore, MIGRATIONS } from '../../src/sqlite.js';
-import { StoreError } from '../../src/store/store-error.js';
+import { StoreError } from '../../src/store/rules/store-error.js';
 import { fixture } from '../service/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailverdict-sqlite-service-'));

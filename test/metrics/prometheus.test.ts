@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createPrometheusMetrics } from '../../src/adapters/prometheus.js';
+import { createPrometheusMetrics } from '../../src/adapters/prometheus/metrics.js';
 import { createCachedDns } from '../../src/dns/cached-dns.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/engine/engine.js';

@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LedgerEntry } from '../../src/ports/store.js';
-import type { LedgerRequest } from '../../src/service/ledger.js';
+import type { LedgerRequest } from '../../src/store/rules/ledger.js';
 import type { PlanName } from '../../src/service/plans.js';
 import { createRedisStore } from '../../src/redis.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';

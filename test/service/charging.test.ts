@@ -12,7 +12,7 @@ import { VERIFY_DEADLINE_MS, HOLD_MARGIN_MS } from '../../src/service/charging.j
 import { createService, type Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import { StoreError } from '../../src/store/store-error.js';
+import { StoreError } from '../../src/store/rules/store-error.js';
 import { refusal } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailverdict-charging-'));

@@ -7,7 +7,7 @@ import type { Store } from '../../src/ports/store.js';
 import { createService, type NewAccount, type Service } from '../../src/service/service.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import { createSqliteStore } from '../../src/adapters/sqlite-store.js';
+import { createSqliteStore } from '../../src/adapters/sqlite/store.js';
 
 export interface Fixture {
   readonly service: Service;

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AccountRecord, FilterRecord, KeyRecord, Store } from '../../src/ports/store.js';
-import { StoreError } from '../../src/store/store-error.js';
+import { StoreError } from '../../src/store/rules/store-error.js';
 import { batchStoreContract } from './batch-contract.js';
 
 export interface ContractOptions {

@@ -50,7 +50,7 @@ export interface BatchOptions {
    * SSRF guard refuses them at submission and when sending.
    */
   readonly allowPrivateNetworks?: boolean;
-  /** Sends webhooks. Default: node:http(s) with the SSRF guard (adapters/node-webhook.ts). */
+  /** Sends webhooks. Default: node:http(s) with the SSRF guard (adapters/node/webhook.ts). */
   readonly webhookSender?: WebhookSender;
   /** Delays before each retry of a webhook. Default WEBHOOK_RETRY_SCHEDULE_MS (27.6 h). */
   readonly webhookRetryScheduleMs?: readonly number[];
@@ -230,7 +230,7 @@ function lazyNodeSender(allowPrivateNetworks: boolean): WebhookSender {
   let sender: Promise<WebhookSender> | undefined;
   return {
     async send(request) {
-      sender ??= import('../../adapters/node-webhook.js').then((m) =>
+      sender ??= import('../../adapters/node/webhook.js').then((m) =>
         m.createNodeWebhookSender({ allowPrivateNetworks }),
       );
       return (await sender).send(request);

@@ -16,7 +16,7 @@ import type {
 import { randomBase62 } from '../api-keys.js';
 import type { ServiceContext } from '../context.js';
 import { domainChain, emailKey } from '../filter-values.js';
-import { SERVICE_REF_PREFIX } from '../ledger.js';
+import { SERVICE_REF_PREFIX } from '../../store/rules/ledger.js';
 import { invalidRequest, ServiceError } from '../service-error.js';
 import {
   MAX_EMAIL_INPUT_LENGTH,

@@ -9,11 +9,11 @@ import type {
   LedgerRefusal,
   LedgerRequest,
   ReservationState,
-} from '../ports/store.js';
-import { StoreError } from '../store/store-error.js';
+} from '../../ports/store.js';
+import { StoreError } from './store-error.js';
 
 // The request and outcome types live with the Store port, which files them.
-export type { LedgerOutcome, LedgerRefusal, LedgerRequest } from '../ports/store.js';
+export type { LedgerOutcome, LedgerRefusal, LedgerRequest } from '../../ports/store.js';
 
 /**
  * One account's side of a store, read and written inside the store's transaction: what

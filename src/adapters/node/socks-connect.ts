@@ -1,6 +1,6 @@
 import { Socket } from 'node:net';
 import { SocksClient } from 'socks';
-import type { ProxySpec } from '../smtp/proxy-url.js';
+import type { ProxySpec } from '../../smtp/proxy-url.js';
 
 /** Simultaneous sessions through one proxy; each proxy is one egress IP, as polite as one MTA. */
 export const MAX_CONNECTIONS_PER_PROXY = 10;

@@ -1,10 +1,10 @@
 // How the Redis store keeps the ledger atomic. The ledger's rules are TypeScript
-// (service/ledger.ts, applyLedgerCommit over a synchronous LedgerBook), shared by the memory
-// and SQLite stores. Rather than port them to a Lua script (a second copy that could drift
+// (store/rules/ledger.ts, applyLedgerCommit over a synchronous LedgerBook), shared by the
+// memory and SQLite stores. Rather than port them to a Lua script (a second copy that could drift
 // from the first), every write to an account is optimistic: one MULTI reads a snapshot of what
 // the rules will ask for (the balance and the account's version, the entries of the commit's
 // references, the reservations, the idempotency key, and whatever job rows the caller needs),
-// the rules decide against that snapshot in TypeScript, and one Lua script (redis-connection.ts)
+// the rules decide against that snapshot in TypeScript, and one Lua script (connection.ts)
 // applies every resulting write, the job rows with the ledger's, only if the account's version
 // is still the one read, bumping it. If another process wrote in between, the attempt is made
 // again from a fresh snapshot. Each script runs alone in Redis, so a write happened whole or
@@ -13,7 +13,7 @@
 // each other; retries happen only between processes, and each round of them lets one through.
 // One write is not made this way: a batch worker's flush of results with their settles and
 // releases, the hot path of every worker at once, is one script that decides in Redis
-// (redis-job-results.ts says why and which rules it repeats); it bumps the version too, so the
+// (job-results.ts says why and which rules it repeats); it bumps the version too, so the
 // writes here that read before it decide again.
 import type {
   CreditBalance,
@@ -21,11 +21,11 @@ import type {
   LedgerCommit,
   LedgerEntry,
   ReservationState,
-} from '../ports/store.js';
-import type { LedgerBook } from '../service/ledger.js';
-import { StoreError } from '../store/store-error.js';
-import { parsed, type Command, type RedisConnection } from './redis-connection.js';
-import type { RedisKeys } from './redis-keys.js';
+} from '../../ports/store.js';
+import type { LedgerBook } from '../../store/rules/ledger.js';
+import { StoreError } from '../../store/rules/store-error.js';
+import { parsed, type Command, type RedisConnection } from './connection.js';
+import type { RedisKeys } from './keys.js';
 
 /** What a snapshot reads of an account's ledger besides its balance. */
 export interface LedgerWants {

@@ -3,9 +3,9 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { raceAbort } from '../dns/abortable.js';
-import type { WebhookResponse, WebhookSender } from '../ports/webhook.js';
-import { isPublicAddress } from '../smtp/target-policy.js';
+import { raceAbort } from '../../dns/abortable.js';
+import type { WebhookResponse, WebhookSender } from '../../ports/webhook.js';
+import { isPublicAddress } from '../../smtp/target-policy.js';
 
 export interface NodeWebhookOptions {
   /**

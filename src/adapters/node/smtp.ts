@@ -7,20 +7,20 @@ import type {
   ProbeReport,
   ProbeRequest,
   SmtpProber,
-} from '../ports/smtp.js';
-import { literalAddress } from '../address/ip-literal.js';
-import { assertSmtpIdentity } from '../smtp/commands.js';
-import { ConnectionLimits, type SharedHostSlots } from '../smtp/connection-limits.js';
-import { MAX_REPLY_BYTES, ReplyReader, type SmtpReply } from '../smtp/reply.js';
+} from '../../ports/smtp.js';
+import { literalAddress } from '../../address/ip-literal.js';
+import { assertSmtpIdentity } from '../../smtp/commands.js';
+import { ConnectionLimits, type SharedHostSlots } from '../../smtp/connection-limits.js';
+import { MAX_REPLY_BYTES, ReplyReader, type SmtpReply } from '../../smtp/reply.js';
 import {
   ProbeSession,
   type ProbeRecipient,
   type ConnectionFailure,
   type SessionAction,
   type SessionFailure,
-} from '../smtp/session.js';
-import { isPublicAddress } from '../smtp/target-policy.js';
-import { parseProxyUrls } from '../smtp/proxy-url.js';
+} from '../../smtp/session.js';
+import { isPublicAddress } from '../../smtp/target-policy.js';
+import { parseProxyUrls } from '../../smtp/proxy-url.js';
 import { MAX_CONNECTIONS_PER_PROXY, ProxyPool } from './socks-connect.js';
 
 /** Named defaults, each overridden by the option of the same meaning. */

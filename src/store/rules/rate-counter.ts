@@ -1,5 +1,5 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { RateCounter, WindowCount } from '../ports/store.js';
+import type { RateCounter, WindowCount } from '../../ports/store.js';
 
 /**
  * Limiters count without limiting: each is built with this many points and the service compares

@@ -8,9 +8,9 @@ import type {
   LedgerRequest,
   PendingJobItem,
   WebhookMessage,
-} from '../ports/store.js';
-import { applyLedgerCommit, type LedgerBook } from '../service/ledger.js';
-import { finalRelease } from '../store/memory-batch-store.js';
+} from '../../ports/store.js';
+import { applyLedgerCommit, type LedgerBook } from '../../store/rules/ledger.js';
+import { finalRelease } from '../../store/memory-batch-store.js';
 
 /**
  * Migration of the batch tables (issue 12): jobs with their counters, one row per input

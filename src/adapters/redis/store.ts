@@ -10,9 +10,9 @@ import type {
   RateCounter,
   ReservationState,
   Store,
-} from '../ports/store.js';
-import { withKeyChanges } from '../ports/store.js';
-import { rangeShape } from '../service/ip-ranges.js';
+} from '../../ports/store.js';
+import { withKeyChanges } from '../../ports/store.js';
+import { rangeShape } from '../../service/ip-ranges.js';
 import {
   applyLedgerCommit,
   applyLedgerRequest,
@@ -21,19 +21,19 @@ import {
   expiredHoldRelease,
   IDEMPOTENCY_TTL_MS,
   idempotencyLive,
-} from '../service/ledger.js';
-import { rateCounterOver, UNLIMITED_POINTS } from '../store/rate-counter.js';
-import { StoreError } from '../store/store-error.js';
-import { createRedisBatchStore } from './redis-batch-store.js';
+} from '../../store/rules/ledger.js';
+import { rateCounterOver, UNLIMITED_POINTS } from '../../store/rules/rate-counter.js';
+import { StoreError } from '../../store/rules/store-error.js';
+import { createRedisBatchStore } from './batch-store.js';
 import {
   parsed,
   records,
   redisConnection,
   updateRecord,
   type Command,
-} from './redis-connection.js';
-import { redisKeys } from './redis-keys.js';
-import { accountWrites, commitWants } from './redis-ledger.js';
+} from './connection.js';
+import { redisKeys } from './keys.js';
+import { accountWrites, commitWants } from './ledger.js';
 
 export interface RedisStoreOptions {
   /**
@@ -60,8 +60,8 @@ export const REDIS_MAX_RETRIES_PER_REQUEST = 2;
  * The Store on Redis, for several API and worker processes that share one truth (DESIGN 6):
  * accounts, keys, filters, idempotency keys, the credits ledger, batch jobs and the webhook
  * outbox, under one key prefix. Every write to an account is one atomic script guarded by the
- * account's version (redis-ledger.ts), or for a batch worker's results with their settles, one
- * script that decides in Redis (redis-job-results.ts), so two processes can never both spend
+ * account's version (ledger.ts), or for a batch worker's results with their settles, one
+ * script that decides in Redis (job-results.ts), so two processes can never both spend
  * the last credit; rate limits are rate-limiter-flexible's Redis limiter, atomic across
  * processes. Given a URL,
  * the store owns its connection (`close()` quits it); given an ioredis client, it leaves the
@@ -130,7 +130,7 @@ export function createRedisStore(redis: string | Redis, options: RedisStoreOptio
   };
 
   const store: Store = {
-    // Batch jobs, results and the webhook outbox (issue 12): redis-batch-store.ts.
+    // Batch jobs, results and the webhook outbox (issue 12): batch-store.ts.
     ...createRedisBatchStore(connection, keys, accounts, open),
 
     async insertAccount(account) {

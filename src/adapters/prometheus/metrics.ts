@@ -5,7 +5,7 @@ import {
   Registry,
   type CounterConfiguration,
 } from 'prom-client';
-import type { MetricsEndpoint, Observer } from '../ports/observer.js';
+import type { MetricsEndpoint, Observer } from '../../ports/observer.js';
 
 export interface PrometheusMetricsOptions {
   /** The registry to fill. Default: a fresh one (never prom-client's global registry). */

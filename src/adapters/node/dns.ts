@@ -1,7 +1,7 @@
 import { getServers, Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { raceAbort } from '../dns/abortable.js';
-import type { Dns, DnsFailureCode, MxAnswer, MxHost } from '../ports/dns.js';
+import { raceAbort } from '../../dns/abortable.js';
+import type { Dns, DnsFailureCode, MxAnswer, MxHost } from '../../ports/dns.js';
 
 /** Default deadline of one MX lookup, implicit-MX fallback included. */
 export const DNS_DEADLINE_MS = 5_000;

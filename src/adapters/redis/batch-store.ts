@@ -8,10 +8,10 @@ import type {
   NewJobItem,
   PendingJobItem,
   WebhookMessage,
-} from '../ports/store.js';
-import { applyLedgerCommit } from '../service/ledger.js';
-import { finalRelease, renewIn } from '../store/memory-batch-store.js';
-import { StoreError } from '../store/store-error.js';
+} from '../../ports/store.js';
+import { applyLedgerCommit } from '../../store/rules/ledger.js';
+import { finalRelease, renewIn } from '../../store/memory-batch-store.js';
+import { StoreError } from '../../store/rules/store-error.js';
 import {
   chunked,
   parsed,
@@ -19,10 +19,10 @@ import {
   updateRecord,
   type Command,
   type RedisConnection,
-} from './redis-connection.js';
-import { COUNTER, recordResultsByScript, scriptable } from './redis-job-results.js';
-import type { RedisKeys } from './redis-keys.js';
-import { commitWants, type AccountWrites } from './redis-ledger.js';
+} from './connection.js';
+import { COUNTER, recordResultsByScript, scriptable } from './job-results.js';
+import type { RedisKeys } from './keys.js';
+import { commitWants, type AccountWrites } from './ledger.js';
 
 /** An item as stored: the address and how it is charged. */
 interface StoredItem {
@@ -46,8 +46,8 @@ const counted = (job: JobRecord, state: JobResultState, count: number): JobRecor
 /**
  * The batch part of the Redis Store. A job's rows belong to its account: every write that
  * touches them is one atomic step with the ledger requests that pay for them, so a crash or a
- * lost race leaves both or neither: the account's guarded write (redis-ledger.ts), or for a
- * worker's flush of results, the results script (redis-job-results.ts). A job's results and
+ * lost race leaves both or neither: the account's guarded write (ledger.ts), or for a
+ * worker's flush of results, the results script (job-results.ts). A job's results and
  * pending addresses are sorted sets of positions, read in pages.
  */
 export function createRedisBatchStore(

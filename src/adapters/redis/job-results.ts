@@ -1,5 +1,5 @@
 // Why a batch's results are stored by one Lua script, not by the optimistic write of
-// redis-ledger.ts. A worker stores results in flushes of up to 256, each with a settle (or a
+// redis/ledger.ts. A worker stores results in flushes of up to 256, each with a settle (or a
 // release) of the job's fixed cost against the job's reservation. Through the optimistic write
 // a flush was a snapshot (one MULTI), a decision in TypeScript and a guarded script of some
 // 1,280 commands: 1.4 + 1.9 + 5.1 ms of a single worker's time per flush, measured, and with
@@ -15,10 +15,10 @@
 // 2,894 ms (medians of three, interleaved).
 //
 // The price is that the arithmetic of exactly two ledger requests exists in Lua as well as in
-// service/ledger.ts (planAgainstReservation): a settle or a release of a given amount against a
-// reservation. Anything else (a release without an amount, a refund, a malformed request)
+// store/rules/ledger.ts (planAgainstReservation): a settle or a release of a given amount
+// against a reservation. Anything else (a release without an amount, a refund, a malformed request)
 // takes the TypeScript path, so the rules stay the ones there.
-// The rules, as ledger.ts states them:
+// The rules, as store/rules/ledger.ts states them:
 //   - a reference already filed with the same kind, reservation and amount is a replay: it
 //     changes nothing; with a different one it refuses the call (reference_conflict);
 //   - an unknown reservation refuses it (unknown_reservation); an amount above what the
@@ -35,11 +35,11 @@ import type {
   JobResultWrite,
   JobWriteOutcome,
   LedgerRequest,
-} from '../ports/store.js';
-import { ledgerRequestProblem } from '../service/ledger.js';
-import { StoreError } from '../store/store-error.js';
-import type { RedisConnection } from './redis-connection.js';
-import type { RedisKeys } from './redis-keys.js';
+} from '../../ports/store.js';
+import { ledgerRequestProblem } from '../../store/rules/ledger.js';
+import { StoreError } from '../../store/rules/store-error.js';
+import type { RedisConnection } from './connection.js';
+import type { RedisKeys } from './keys.js';
 
 /** The job counter a result's state counts in. */
 export const COUNTER: Readonly<Record<JobResultState, 'valid' | 'invalid' | 'risky'>> = {
@@ -53,7 +53,7 @@ const FIELDS = 9;
 
 /**
  * KEYS: ledger, entries, entrySeqs, seq, holds, holding, holdExpiries, jobs, jobItems,
- * jobResults, jobDone, jobPending, jobDuplicates (redis-keys.ts).
+ * jobResults, jobDone, jobPending, jobDuplicates (keys.ts).
  * ARGV: accountId, JSON of accountId, jobId, then per write: position, counter (valid, invalid,
  * risky), JSON of the record, kind ('' without a request), ref, reservation, JSON of
  * reservation, amount, the entry's JSON after its seq.
@@ -171,7 +171,7 @@ for _, i in ipairs(fresh) do
   local p = positions[i]
   if not placed[p] then
     placed[p] = true
-    -- An item is JSON.stringify({ email, billable, duplicateOf }) (redis-batch-store.ts): its
+    -- An item is JSON.stringify({ email, billable, duplicateOf }) (batch-store.ts): its
     -- end tells whether it repeats an earlier one, without decoding the address.
     local own = string.sub(items[i], -19) == '"duplicateOf":null}' and 'false' or 'true'
     local record = arg(i, 3)
@@ -291,7 +291,7 @@ export async function recordResultsByScript(
         request.reservation,
         JSON.stringify(request.reservation),
         amount,
-        // The entry of ledger.ts's entryOf, in its key order, after `{"seq":N,`.
+        // The entry of store/rules/ledger.ts's entryOf, in its key order, after `{"seq":N,`.
         JSON.stringify({
           accountId,
           ref: request.ref,

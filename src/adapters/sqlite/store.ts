@@ -14,8 +14,8 @@ import type {
   ReservationState,
   WindowCount,
   Store,
-} from '../ports/store.js';
-import { withKeyChanges } from '../ports/store.js';
+} from '../../ports/store.js';
+import { withKeyChanges } from '../../ports/store.js';
 import {
   applyLedgerCommit,
   applyLedgerRequest,
@@ -24,9 +24,9 @@ import {
   IDEMPOTENCY_TTL_MS,
   idempotencyLive,
   type LedgerBook,
-} from '../service/ledger.js';
-import { BATCH_MIGRATION, createSqliteBatchStore } from './sqlite-batch-store.js';
-import { StoreError, type StoreErrorCode } from '../store/store-error.js';
+} from '../../store/rules/ledger.js';
+import { BATCH_MIGRATION, createSqliteBatchStore } from './batch-store.js';
+import { StoreError, type StoreErrorCode } from '../../store/rules/store-error.js';
 
 export interface SqliteStoreOptions {
   /**
@@ -180,7 +180,7 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
   `,
-  // 4: batch jobs, their results and the webhook outbox (issue 12): sqlite-batch-store.ts.
+  // 4: batch jobs, their results and the webhook outbox (issue 12): batch-store.ts.
   BATCH_MIGRATION,
 ];
 
@@ -219,7 +219,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
   );
 
   return {
-    // Batch jobs, results and the webhook outbox (issue 12): sqlite-batch-store.ts.
+    // Batch jobs, results and the webhook outbox (issue 12): batch-store.ts.
     ...createSqliteBatchStore(db, (accountId) => sqliteBook(statements, accountId), guardWrite),
 
     async insertAccount(account) {

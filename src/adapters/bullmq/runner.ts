@@ -1,11 +1,11 @@
 import { FlowProducer, Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
-import { delay } from '../delay.js';
-import { optional } from '../optional.js';
-import type { JobRecord, PendingJobItem } from '../ports/store.js';
-import { chunkByDomain } from '../service/batch/chunks.js';
-import { failureReason, JobFailure, type JobWork } from '../service/batch/job-work.js';
-import type { BatchRunner, BatchRunnerFactory } from '../service/batch/runner.js';
+import { delay } from '../../delay.js';
+import { optional } from '../../optional.js';
+import type { JobRecord, PendingJobItem } from '../../ports/store.js';
+import { chunkByDomain } from '../../service/batch/chunks.js';
+import { failureReason, JobFailure, type JobWork } from '../../service/batch/job-work.js';
+import type { BatchRunner, BatchRunnerFactory } from '../../service/batch/runner.js';
 
 export interface BullmqRunnerOptions {
   /** The Redis that holds the queue: a URL (`redis://host:port/db`) or ioredis options. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { StoreError, type StoreErrorCode } from '../store/store-error.js';
+import { StoreError, type StoreErrorCode } from '../../store/rules/store-error.js';
 
 /** A Redis command and its arguments, as data: reads in a MULTI, writes in a guarded write. */
 export type Command = readonly [string, ...(string | number)[]];
@@ -14,12 +14,12 @@ export interface Guard {
 
 /**
  * The script every write of the Redis store runs, but for a worker's flush of results
- * (redis-job-results.ts): it checks its guards, then applies its commands, all in one atomic
+ * (job-results.ts): it checks its guards, then applies its commands, all in one atomic
  * step (Redis runs a script to its end before anything else). The decisions are made in
  * TypeScript beforehand, against what was read; the guards (an account's version, a record's
  * previous text) make sure nothing changed since. So the ledger's rules stay in one place,
- * service/ledger.ts, for every store. The script does no arithmetic: Lua numbers would print
- * balances past 10^14 with "%.14g"; every value arrives as a string.
+ * store/rules/ledger.ts, for every store. The script does no arithmetic: Lua numbers would
+ * print balances past 10^14 with "%.14g"; every value arrives as a string.
  * Redis does not undo a script that fails halfway, so the commands are only ever ours, well
  * formed; a Redis out of memory refuses a script at its first write, before anything changed.
  *
