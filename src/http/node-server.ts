@@ -6,7 +6,10 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { PrometheusMetrics, PrometheusMetricsOptions } from '../adapters/prometheus/metrics.js';
+import type {
+  PrometheusMetrics,
+  PrometheusMetricsOptions,
+} from '../adapters/prometheus/metrics.js';
 import type { MetricsEndpoint } from '../ports/observer.js';
 import type { Service } from '../service/service.js';
 import { withRemoteAddress } from './client-ip.js';

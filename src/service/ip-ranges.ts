@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { boundedMemo } from '../address/memo.js';
+import { rangeShape, type CanonicalRange } from '../store/rules/ip-prefixes.js';
 
 /**
  * The longest text of an IP address: `ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255`. Longer
@@ -7,9 +8,6 @@ import { boundedMemo } from '../address/memo.js';
  * 1.7 ms for a 24 KB X-Forwarded-For hop of `1::1::...` (measured on Node 20).
  */
 const MAX_IP_TEXT_LENGTH = 45;
-
-/** An IP address or CIDR range in canonical text: `192.0.2.0/24`, `2001:db8::/32`, `192.0.2.7`. */
-export type CanonicalRange = string;
 
 /**
  * Parses an IP address (IPv4 dotted quad or IPv6) and returns its canonical text: IPv6
@@ -68,16 +66,6 @@ export function rangeBits(range: CanonicalRange): number {
   const slash = range.indexOf('/');
   if (slash !== -1) return Number(range.slice(slash + 1));
   return range.includes(':') ? 128 : 32;
-}
-
-/** An IP family: the width of its addresses in bits. */
-export type FamilyWidth = 32 | 128;
-
-/** The family width and prefix length of a canonical range (a bare address is a full-length one). */
-export function rangeShape(range: CanonicalRange): { width: FamilyWidth; bits: number } {
-  const width: FamilyWidth = range.includes(':') ? 128 : 32;
-  const slash = range.indexOf('/');
-  return { width, bits: slash === -1 ? width : Number(range.slice(slash + 1)) };
 }
 
 /**

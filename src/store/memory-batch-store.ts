@@ -7,6 +7,7 @@ import type {
   LedgerRequest,
   WebhookMessage,
 } from '../ports/store.js';
+import { finalRelease, renewIn } from './rules/holds.js';
 import { applyLedgerCommit, type LedgerBook } from './rules/ledger.js';
 import { StoreError } from './rules/store-error.js';
 
@@ -235,27 +236,4 @@ export function createMemoryBatchStore(host: MemoryBatchHost): BatchStore {
       return true;
     },
   };
-}
-
-/** Moves a live hold's expiry later; false when the reservation holds nothing. */
-export function renewIn(book: LedgerBook, reservation: string, expiresAt: number): boolean {
-  const state = book.reservation(reservation);
-  if (state === undefined || state.held === 0) return false;
-  if (expiresAt > state.expiresAt) book.putReservation({ ...state, expiresAt });
-  return true;
-}
-
-/** The release that ends a job: whatever its reservation still holds, if anything. */
-export function finalRelease(book: LedgerBook, reservation: string | null): LedgerRequest[] {
-  if (reservation === null) return [];
-  const state = book.reservation(reservation);
-  if (state === undefined || state.held === 0) return [];
-  return [
-    {
-      kind: 'release',
-      ref: `${reservation}:release`,
-      reservation,
-      note: 'batch finished',
-    },
-  ];
 }

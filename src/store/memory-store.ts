@@ -8,7 +8,6 @@ import type {
   RateCounter,
   Store,
 } from '../ports/store.js';
-import { withKeyChanges } from '../ports/store.js';
 import {
   applyLedgerCommit,
   applyLedgerRequest,
@@ -17,7 +16,8 @@ import {
   idempotencyLive,
   type LedgerBook,
 } from './rules/ledger.js';
-import { rangeShape } from '../service/ip-ranges.js';
+import { rangeShape } from './rules/ip-prefixes.js';
+import { withKeyChanges } from './rules/key-changes.js';
 import { createMemoryBatchStore } from './memory-batch-store.js';
 import { LedgerColumns } from './ledger-columns.js';
 import { rateCounterOver, UNLIMITED_POINTS } from './rules/rate-counter.js';

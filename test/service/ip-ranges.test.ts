@@ -9,8 +9,8 @@ import {
   ipInRange,
   rangeBits,
   rangeHostBits,
-  rangeShape,
 } from '../../src/service/ip-ranges.js';
+import { rangeShape } from '../../src/store/rules/ip-prefixes.js';
 import { fcParams } from '../helpers/fast-check.js';
 
 describe('IP addresses and ranges', () => {

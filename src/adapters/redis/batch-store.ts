@@ -10,7 +10,7 @@ import type {
   WebhookMessage,
 } from '../../ports/store.js';
 import { applyLedgerCommit } from '../../store/rules/ledger.js';
-import { finalRelease, renewIn } from '../../store/memory-batch-store.js';
+import { finalRelease, renewIn } from '../../store/rules/holds.js';
 import { StoreError } from '../../store/rules/store-error.js';
 import {
   chunked,

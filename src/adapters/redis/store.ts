@@ -11,8 +11,8 @@ import type {
   ReservationState,
   Store,
 } from '../../ports/store.js';
-import { withKeyChanges } from '../../ports/store.js';
-import { rangeShape } from '../../service/ip-ranges.js';
+import { rangeShape } from '../../store/rules/ip-prefixes.js';
+import { withKeyChanges } from '../../store/rules/key-changes.js';
 import {
   applyLedgerCommit,
   applyLedgerRequest,
@@ -25,13 +25,7 @@ import {
 import { rateCounterOver, UNLIMITED_POINTS } from '../../store/rules/rate-counter.js';
 import { StoreError } from '../../store/rules/store-error.js';
 import { createRedisBatchStore } from './batch-store.js';
-import {
-  parsed,
-  records,
-  redisConnection,
-  updateRecord,
-  type Command,
-} from './connection.js';
+import { parsed, records, redisConnection, updateRecord, type Command } from './connection.js';
 import { redisKeys } from './keys.js';
 import { accountWrites, commitWants } from './ledger.js';
 

@@ -10,7 +10,7 @@ import type {
   WebhookMessage,
 } from '../../ports/store.js';
 import { applyLedgerCommit, type LedgerBook } from '../../store/rules/ledger.js';
-import { finalRelease } from '../../store/memory-batch-store.js';
+import { finalRelease } from '../../store/rules/holds.js';
 
 /**
  * Migration of the batch tables (issue 12): jobs with their counters, one row per input

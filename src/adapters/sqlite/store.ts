@@ -15,7 +15,7 @@ import type {
   WindowCount,
   Store,
 } from '../../ports/store.js';
-import { withKeyChanges } from '../../ports/store.js';
+import { withKeyChanges } from '../../store/rules/key-changes.js';
 import {
   applyLedgerCommit,
   applyLedgerRequest,
