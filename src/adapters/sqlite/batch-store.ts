@@ -12,61 +12,6 @@ import type {
 import { applyLedgerCommit, type LedgerBook } from '../../store/rules/ledger.js';
 import { finalRelease } from '../../store/rules/holds.js';
 
-/**
- * Migration of the batch tables (issue 12): jobs with their counters, one row per input
- * position (the address, then its result), and the webhook outbox. Appended to MIGRATIONS.
- */
-export const BATCH_MIGRATION = `
-  CREATE TABLE batch_jobs (
-    id TEXT PRIMARY KEY,
-    account_id TEXT NOT NULL REFERENCES accounts (id),
-    method TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('processing', 'completed', 'failed')),
-    total_emails INTEGER NOT NULL,
-    billable INTEGER NOT NULL,
-    cost INTEGER NOT NULL,
-    reservation TEXT,
-    holds INTEGER NOT NULL,
-    callback_url TEXT,
-    processed INTEGER NOT NULL DEFAULT 0,
-    valid INTEGER NOT NULL DEFAULT 0,
-    invalid INTEGER NOT NULL DEFAULT 0,
-    risky INTEGER NOT NULL DEFAULT 0,
-    created_at INTEGER NOT NULL,
-    completed_at INTEGER,
-    failure_reason TEXT,
-    purge_at INTEGER
-  );
-  CREATE INDEX batch_jobs_by_status ON batch_jobs (status, created_at);
-  CREATE INDEX batch_jobs_purge ON batch_jobs (purge_at) WHERE purge_at IS NOT NULL;
-  CREATE TABLE batch_items (
-    job_id TEXT NOT NULL REFERENCES batch_jobs (id) ON DELETE CASCADE,
-    position INTEGER NOT NULL,
-    email TEXT NOT NULL,
-    billable INTEGER NOT NULL,
-    duplicate_of INTEGER,
-    record TEXT,
-    state TEXT CHECK (state IN ('deliverable', 'undeliverable', 'risky')),
-    PRIMARY KEY (job_id, position)
-  ) WITHOUT ROWID;
-  CREATE INDEX batch_items_duplicates ON batch_items (job_id, duplicate_of)
-    WHERE duplicate_of IS NOT NULL;
-  CREATE TABLE batch_webhooks (
-    id TEXT PRIMARY KEY,
-    account_id TEXT NOT NULL,
-    job_id TEXT NOT NULL,
-    url TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
-    attempts INTEGER NOT NULL,
-    next_attempt_at INTEGER NOT NULL,
-    last_error TEXT,
-    created_at INTEGER NOT NULL
-  );
-  CREATE INDEX batch_webhooks_due ON batch_webhooks (next_attempt_at) WHERE status = 'pending';
-  CREATE INDEX batch_webhooks_by_job ON batch_webhooks (job_id);
-`;
-
 /** A refused ledger commit, thrown to roll back the results written before it. */
 class Refused extends Error {
   constructor(readonly outcome: JobWriteOutcome) {
