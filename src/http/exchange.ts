@@ -1,4 +1,6 @@
 import { presentedKey } from '../service/api-keys.js';
+import type { RateLimitStatus } from '../service/rate-limits.js';
+import { ServiceError } from '../service/service-error.js';
 import type { Caller, Endpoint, Service } from '../service/service.js';
 import { resolveClientIp } from './client-ip.js';
 import { badRequest } from './responses.js';
@@ -21,8 +23,15 @@ export interface HandlerConfig {
 
 /** One request on its way through the handler, and what it learned about its caller. */
 export class Exchange {
-  /** Set once the key is identified and admitted: its figures go on every answer. */
+  /** Set once the key is identified and admitted. */
   caller: Caller | undefined;
+  /**
+   * The identified key's X-RateLimit figures, from authenticate (a refusal by a known key
+   * carries them too): the handler's finish puts them on the answer, whatever it is.
+   */
+  rateLimit: RateLimitStatus | undefined;
+  /** Whether authenticate ran: its outcome, not a second look-up, says who the key is. */
+  authenticated = false;
   /** The page origin a public key's answer may be read by (CORS), once the key admitted it. */
   corsOrigin: string | undefined;
 
@@ -39,16 +48,10 @@ export class Exchange {
    * Origin or Referer, and counts it against the key's rate limits.
    */
   async authenticate(endpoint: Endpoint, apiKey: string | undefined): Promise<Caller> {
+    this.authenticated = true;
     const { headers } = this.request;
     const authorization = headers.get('authorization');
-    // The bearer key alone (presentedKey falls back to api_key when there is none).
-    const bearer = presentedKey(authorization, undefined);
-    if (bearer !== undefined && apiKey !== undefined && apiKey !== '' && apiKey !== bearer) {
-      throw badRequest(
-        'api_key',
-        'Two different API keys: send one, as the bearer header or as api_key.',
-      );
-    }
+    const bearer = oneKey(authorization, apiKey);
     const origin = headers.get('origin');
     try {
       this.caller = await this.service.authenticate({
@@ -65,6 +68,7 @@ export class Exchange {
         referer: headers.get('referer'),
       });
     } catch (error) {
+      if (error instanceof ServiceError) this.rateLimit = error.rateLimit;
       // A public key refuses an untrusted page before counting it: a 429 to a public key was
       // to a trusted page, whose visitor may read why.
       if (
@@ -77,11 +81,46 @@ export class Exchange {
       }
       throw error;
     }
+    this.rateLimit = this.caller.rateLimit;
     if (this.caller.key.kind === 'public' && origin !== null && this.config.cors) {
       this.corsOrigin = origin;
     }
     return this.caller;
   }
+
+  /**
+   * The figures of the key the request presents when it was refused before authenticate ran
+   * (a malformed parameter, an unknown route): looked up without counting the request, so a
+   * malformed request still costs nothing. Undefined for no key, an unknown one, two that
+   * differ, or a store that fails (the refusal is answered without them).
+   */
+  async uncountedRateLimit(): Promise<RateLimitStatus | undefined> {
+    const authorization = this.request.headers.get('authorization');
+    const apiKeys = this.url.searchParams.getAll('api_key');
+    if (apiKeys.length > 1) return undefined;
+    try {
+      oneKey(authorization, apiKeys[0]);
+      return await this.service.rateLimitStatus({ authorization, apiKey: apiKeys[0] ?? null });
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/**
+ * The bearer key of `authorization`, after checking that an `api_key` given beside it is the
+ * same key: two different keys are a 400, since neither may be picked silently.
+ */
+function oneKey(authorization: string | null, apiKey: string | undefined): string | undefined {
+  // The bearer key alone (presentedKey falls back to api_key when there is none).
+  const bearer = presentedKey(authorization, undefined);
+  if (bearer !== undefined && apiKey !== undefined && apiKey !== '' && apiKey !== bearer) {
+    throw badRequest(
+      'api_key',
+      'Two different API keys: send one, as the bearer header or as api_key.',
+    );
+  }
+  return bearer;
 }
 
 function isPublicKey(secret: string | undefined): boolean {

@@ -238,14 +238,34 @@ function options(exchange: Exchange, found: Route): Reply {
   return { status: 204, headers: { allow: found.allow }, body: null };
 }
 
-/** Puts the identified key's rate-limit figures and any CORS grant on the answer. */
-function finish(exchange: Exchange, reply: Reply): Reply {
-  const { caller, corsOrigin } = exchange;
-  if (caller === undefined && corsOrigin === undefined) return reply;
+/**
+ * Puts the identified key's rate-limit figures and any CORS grant on the answer: every answer
+ * of a /v1 route passes here, so every answer to a known key carries its figures (DESIGN 5.2),
+ * refusals included. A refusal that came before the key was looked up (a malformed parameter,
+ * an unknown route) asks for them without counting the request; only a refusal does, so a
+ * route that answers without a key (the OpenAPI document) costs no look-up.
+ */
+function finish(exchange: Exchange, reply: Reply): Reply | Promise<Reply> {
+  if (
+    exchange.rateLimit === undefined &&
+    !exchange.authenticated &&
+    reply.status >= 400 &&
+    reply.status < 500 &&
+    exchange.url.pathname.startsWith('/v1/')
+  ) {
+    return exchange.uncountedRateLimit().then((figures) => {
+      exchange.rateLimit = figures;
+      return withFigures(exchange, reply);
+    });
+  }
+  return withFigures(exchange, reply);
+}
+
+function withFigures(exchange: Exchange, reply: Reply): Reply {
+  const { rateLimit, corsOrigin } = exchange;
+  if (rateLimit === undefined && corsOrigin === undefined) return reply;
   const headers =
-    caller === undefined || 'x-ratelimit-limit' in reply.headers
-      ? reply.headers
-      : { ...reply.headers, ...rateLimitHeaders(caller.rateLimit) };
+    rateLimit === undefined ? reply.headers : { ...reply.headers, ...rateLimitHeaders(rateLimit) };
   return {
     ...reply,
     headers: corsOrigin === undefined ? headers : { ...headers, ...corsHeaders(corsOrigin) },

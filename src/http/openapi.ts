@@ -118,7 +118,11 @@ export const OPENAPI_DOCUMENT = {
             name: 'email',
             in: 'query',
             required: true,
-            schema: { type: 'string', minLength: 1, maxLength: 1024 },
+            description:
+              'Any string, UTF-8 once percent-decoded: one that is no address gets an ' +
+              '`invalid_email` verdict, charged as any verdict is. Missing, repeated or not ' +
+              'UTF-8 is a 400.',
+            schema: { type: 'string', minLength: 1 },
           },
           { name: 'method', in: 'query', schema: ref('Method') },
           { name: 'detailed', in: 'query', schema: { type: 'boolean' } },
@@ -368,12 +372,11 @@ export const OPENAPI_DOCUMENT = {
       Forbidden: jsonBody(
         ref('Error'),
         'forbidden: an IP address off the allow-list, an untrusted page, or a public key on a private route.',
-        {},
       ),
-      NotFound: jsonBody(ref('Error'), 'not_found.', {}),
+      NotFound: jsonBody(ref('Error'), 'not_found.'),
       MethodNotAllowed: {
         description: 'method_not_allowed; Allow lists the methods the route takes.',
-        headers: { Allow: { schema: { type: 'string' } } },
+        headers: { Allow: { schema: { type: 'string' } }, ...RATE_LIMIT_HEADERS },
         content: { 'application/json': { schema: ref('Error') } },
       },
       Conflict: jsonBody(ref('Error'), 'conflict, idempotency_conflict or request_in_progress.'),
@@ -381,11 +384,10 @@ export const OPENAPI_DOCUMENT = {
         ref('BatchNotCompletedError'),
         'batch_not_completed, with the progress.',
       ),
-      PayloadTooLarge: jsonBody(ref('Error'), 'payload_too_large.', {}),
+      PayloadTooLarge: jsonBody(ref('Error'), 'payload_too_large.'),
       UnsupportedMediaType: jsonBody(
         ref('Error'),
         'unsupported_media_type: the body must be JSON.',
-        {},
       ),
       RateLimited: {
         description: 'rate_limit_exceeded.',
@@ -395,7 +397,7 @@ export const OPENAPI_DOCUMENT = {
         },
         content: { 'application/json': { schema: ref('RateLimitError') } },
       },
-      InternalError: jsonBody(ref('Error'), 'internal_error: nothing about our internals.', {}),
+      InternalError: jsonBody(ref('Error'), 'internal_error: nothing about our internals.'),
     },
     schemas: {
       Error: {

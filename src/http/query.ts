@@ -5,13 +5,15 @@ export const MAX_QUERY_LENGTH = 8192;
 
 /**
  * The query parameters of `url`, each at most once and each one `allowed` names: an unknown
- * or repeated parameter is a 400 naming it, never a silent pick of the first or last value.
+ * or repeated parameter is a 400 naming it, never a silent pick of the first or last value;
+ * so is a value whose percent-encoded bytes are not UTF-8 (see assertIntact).
  */
 export function readQuery(url: URL, allowed: readonly string[]): Map<string, string> {
   if (url.search.length > MAX_QUERY_LENGTH) {
     throw badRequest('query', `The query string is longer than ${MAX_QUERY_LENGTH} characters.`);
   }
   const values = new Map<string, string>();
+  let damaged = false;
   for (const [name, value] of url.searchParams) {
     if (!allowed.includes(name)) {
       throw badRequest(
@@ -21,8 +23,33 @@ export function readQuery(url: URL, allowed: readonly string[]): Map<string, str
     }
     if (values.has(name)) throw badRequest(name, `The parameter ${name} is given more than once.`);
     values.set(name, value);
+    if (value.includes(REPLACEMENT_CHARACTER)) damaged = true;
   }
+  if (damaged) assertIntact(url.search);
   return values;
+}
+
+const REPLACEMENT_CHARACTER = '\uFFFD';
+/** A `%` that starts no escape: URLSearchParams keeps it as it is, and so must we. */
+const STRAY_PERCENT = /%(?![\da-f]{2})/gi;
+
+/**
+ * Refuses, naming the parameter, a query value whose percent-decoded bytes are not UTF-8.
+ * URLSearchParams decodes such bytes (a lone surrogate `%ED%A0%80`, a cut sequence) to U+FFFD,
+ * so a client would be answered about a string it never sent. Only a value holding U+FFFD is
+ * looked at again: decodeURIComponent is the strict decoder (it throws on any byte sequence
+ * that is not UTF-8), and a U+FFFD the client did send (`%EF%BF%BD`) decodes without error.
+ */
+function assertIntact(search: string): void {
+  for (const pair of search.slice(1).split('&')) {
+    const [name] = new URLSearchParams(pair).keys();
+    try {
+      decodeURIComponent(pair.replace(STRAY_PERCENT, '%25').replaceAll('+', '%20'));
+    } catch {
+      const field = shown(name ?? '');
+      throw badRequest(field, `The parameter ${field} is not UTF-8 once percent-decoded.`);
+    }
+  }
 }
 
 /** A boolean parameter: true/false (or 1/0); absent is `fallback`. */

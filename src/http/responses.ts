@@ -88,8 +88,8 @@ export function errorReply(error: unknown, report: (error: unknown) => void): Re
     );
   }
   if (error instanceof ServiceError && error.code !== 'internal_error') {
-    const headers: Record<string, string> =
-      error.rateLimit === undefined ? {} : rateLimitHeaders(error.rateLimit);
+    // The key's X-RateLimit figures are the handler's to add (finish), on this as on any answer.
+    const headers: Record<string, string> = {};
     const retryAfter = error.context.retry_after;
     if (error.code === 'rate_limit_exceeded' && typeof retryAfter === 'number') {
       headers['retry-after'] = String(retryAfter);

@@ -86,6 +86,15 @@ export interface KeyAdmin {
 export interface Auth {
   /** Identifies the key, enforces its IP allow-list or trusted domains, counts the request. */
   authenticate(request: AuthRequest): Promise<Caller>;
+  /**
+   * The rate-limit figures of the active key a request presents, without counting the
+   * request or checking where it comes from: for the answer to a request refused before it
+   * was authenticated (a malformed parameter), which carries them as every answer to a known
+   * key does. Undefined when no key is presented, or an unknown, revoked or expired one.
+   */
+  rateLimitStatus(
+    request: Pick<AuthRequest, 'authorization' | 'apiKey'>,
+  ): Promise<RateLimitStatus | undefined>;
   readonly keys: KeyAdmin;
 }
 
@@ -219,8 +228,27 @@ export function createAuth(ctx: ServiceContext): Auth {
       }),
   };
 
+  /** The key a secret names and its account, if the key is active; else undefined. */
+  async function activeKey(secret: string): Promise<KnownKey | undefined> {
+    if (keyKind(secret) === undefined) return undefined;
+    const known = await knownKey(hashKey(secret));
+    return known !== undefined && isActive(known.key, clock.now()) ? known : undefined;
+  }
+
   return {
     keys,
+    rateLimitStatus: (input) =>
+      answering(async () => {
+        const fields = requireObject(input, 'request');
+        const secret = presentedKey(
+          optionalHeader(fields.authorization, 'authorization'),
+          optionalHeader(fields.apiKey, 'api_key'),
+        );
+        const known = secret === undefined ? undefined : await activeKey(secret);
+        return known === undefined
+          ? undefined
+          : ctx.rateLimits.status(known.key.id, PLANS[known.account.plan]);
+      }),
     authenticate: (input) =>
       answering(async () => {
         const request = authRequest(input);
@@ -231,13 +259,20 @@ export function createAuth(ctx: ServiceContext): Auth {
             'No API key: send Authorization: Bearer <key> or the api_key parameter.',
           );
         }
-        const known = keyKind(secret) === undefined ? undefined : await knownKey(hashKey(secret));
-        if (known === undefined || !isActive(known.key, clock.now())) {
+        const known = await activeKey(secret);
+        if (known === undefined) {
           throw new ServiceError('unauthorized', 'The API key is unknown, revoked or expired.');
         }
         const { key, account } = known;
-        const endUser = admitClient(key, request);
         const plan = PLANS[account.plan];
+        const refusal = clientRefusal(key, request);
+        if (refusal !== undefined) {
+          // The key is known, so its figures go on the refusal as on every answer to it; a
+          // client the key does not admit is not counted against it.
+          const rateLimit = await ctx.rateLimits.status(key.id, plan);
+          throw new ServiceError('forbidden', refusal, {}, { rateLimit });
+        }
+        const endUser = key.kind === 'public' ? clientKey(request.clientIp ?? '') : undefined;
         const rateLimit = await ctx.rateLimits.admit(key.id, plan, endUser);
         // Copies: the key and account are the cache's, which a host's change must not reach.
         return {
@@ -269,43 +304,27 @@ function authRequest(input: unknown): AuthRequest {
 
 /**
  * Checks where a request comes from against its key: a private key's IP allow-list, or a
- * public key's trusted domains and endpoint. Returns the end user a public key's daily
- * per-client limit counts (undefined for private keys).
+ * public key's trusted domains, endpoint and client IP (a public key's daily per-client limit
+ * counts that IP). Returns why the key refuses the request, or undefined when it admits it.
  */
-function admitClient(key: KeyRecord, request: AuthRequest): string | undefined {
+function clientRefusal(key: KeyRecord, request: AuthRequest): string | undefined {
   if (key.kind === 'private') {
-    if (key.allowedIps.length > 0) {
-      const ip = request.clientIp ?? '';
-      if (!key.allowedIps.some((range) => ipInRange(ip, range))) {
-        throw new ServiceError(
-          'forbidden',
-          "The client's IP address is not on this key's allow-list.",
-        );
-      }
-    }
-    return undefined;
+    const ip = request.clientIp ?? '';
+    return key.allowedIps.length === 0 || key.allowedIps.some((range) => ipInRange(ip, range))
+      ? undefined
+      : "The client's IP address is not on this key's allow-list.";
   }
   if (request.endpoint !== 'verify') {
-    throw new ServiceError(
-      'forbidden',
-      'A public key may only verify single addresses; use a private key.',
-    );
+    return 'A public key may only verify single addresses; use a private key.';
   }
   const host = requestHost(request.origin, request.referer);
   if (host === undefined || !hostTrusted(host, key.trustedDomains)) {
-    throw new ServiceError(
-      'forbidden',
-      "The page's origin is not one of this key's trusted domains.",
-    );
+    return "The page's origin is not one of this key's trusted domains.";
   }
-  const endUser = clientKey(request.clientIp ?? '');
-  if (endUser === undefined) {
-    throw new ServiceError(
-      'forbidden',
-      'A public key needs the client IP address to limit its use.',
-    );
+  if (clientKey(request.clientIp ?? '') === undefined) {
+    return 'A public key needs the client IP address to limit its use.';
   }
-  return endUser;
+  return undefined;
 }
 
 function keySettings(

@@ -347,7 +347,11 @@ function closing(reservation: string, verdict: Verdict, cost: number): LedgerReq
  * so keys stored before shapes counted still match).
  */
 function fingerprintOf(method: MethodName, address: string, shape: string | undefined): string {
-  const request = `verify\u0000${method}\u0000${address}`;
+  // NUL joins the parts, and neither a method nor a shape holds one. An address may (it is
+  // judged invalid_email, as any string is): it goes quoted, after an empty part no NUL-free
+  // address leaves, so that no two requests share a digest and those stored before keep theirs.
+  const spelled = address.includes('\u0000') ? `\u0000${JSON.stringify(address)}` : address;
+  const request = `verify\u0000${method}\u0000${spelled}`;
   return createHash('sha256')
     .update(shape === undefined ? request : `${request}\u0000${shape}`)
     .digest('base64url');

@@ -59,7 +59,7 @@ export interface ServiceOptions {
 /** The verification API without HTTP (DESIGN 5): every refusal is a ServiceError. */
 export interface Service
   extends
-    Pick<Auth, 'authenticate'>,
+    Pick<Auth, 'authenticate' | 'rateLimitStatus'>,
     Charging,
     Pick<Accounts, 'account'>,
     Omit<Filters, 'match'>,
@@ -115,6 +115,7 @@ export function createService(serviceOptions: ServiceOptions): Service {
     store,
     admin: { ...createAdmin(ctx, accounts.admin, auth.keys), ...createWebhookSecretAdmin(ctx) },
     authenticate: auth.authenticate,
+    rateLimitStatus: auth.rateLimitStatus,
     verify: charging.verify,
     account: accounts.account,
     createFilter: filters.createFilter,

@@ -184,15 +184,21 @@ function serviceErrorOf(error: unknown): unknown {
 }
 
 /**
- * Longest `email` a single verify takes: four times the 254 octets an address may have (RFC
- * 5321 4.5.3.1.3 with RFC 3696 errata), room for any Unicode spelling of one. A longer string
- * is no address at all and is refused with 400, free, rather than parsed and charged.
+ * Longest address a batch takes: four times the 254 octets an address may have (RFC 5321
+ * 4.5.3.1.3 with RFC 3696 errata), room for any Unicode spelling of one.
  */
 export const MAX_EMAIL_INPUT_LENGTH = 1024;
 
-/** The `email` of a single verify: a string of 1 to MAX_EMAIL_INPUT_LENGTH characters. */
+/**
+ * The `email` of a single verify: any string but the empty one (no address given). Whatever
+ * it holds is an address to judge, as the engine judges it: a control character or a string
+ * longer than any address is an `invalid_email` verdict, charged as any verdict is, so that
+ * the library, the CLI and the API give one answer for one input.
+ */
 export function assertEmailInput(value: unknown): asserts value is string {
-  requireText(value, 'email', MAX_EMAIL_INPUT_LENGTH);
+  if (typeof value !== 'string' || value.length === 0) {
+    throw invalidRequest('email', 'email must be a non-empty string');
+  }
 }
 
 /** An optional AbortSignal, else `invalid_request` naming `signal`. */

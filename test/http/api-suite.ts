@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HandlerOptions } from '../../src/http/handler.js';
 import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
+import { toCompact, toShapeB } from '../../src/format/shapes.js';
 import type { Service } from '../../src/service/service.js';
 import { apiFixture, bearer, DIRECT_IP, type ApiFixture, type Client } from './helpers.js';
 
@@ -181,13 +182,61 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
         expect(await snapshot()).toEqual(before);
       });
 
-      it('refuses an address longer than any address with 400', async () => {
-        const reply = await client.call(`/v1/verify?email=${'a'.repeat(2000)}@example.org`, {
-          headers: bearer(secret),
-        });
-        expect(reply.status).toBe(400);
-        expect(reply.body.error).toBe('invalid_request');
+      it('judges any string that arrives intact as email, as the library does, and charges it', async () => {
+        const own = await api.account();
+        const used = async () => (await api.service.admin.getAccount(own.accountId)).credits.used;
+        const strings = [
+          'a\u0001b@example.org',
+          'a\u0000b@example.org',
+          'a\r\nb@example.org',
+          `${'a'.repeat(2000)}@example.org`, // longer than any address
+          ' ',
+          '\uFFFD@example.org', // a U+FFFD the client did send: a symbol RFC 6531 admits
+        ];
+        for (const email of strings) {
+          const query = `email=${encodeURIComponent(email)}`;
+          const before = await used();
+          const a = await client.call(`/v1/verify?${query}&method=quick`, {
+            headers: bearer(own.secret),
+          });
+          expect(a.status, JSON.stringify(email)).toBe(200);
+          expect(a.body).toEqual(
+            toCompact(api.service.engine.verifySync(email, { method: 'quick' })),
+          );
+          expect(a.body.reason).toBe(
+            email.startsWith('\uFFFD') ? 'accepted_email' : 'invalid_email',
+          );
+          expect((await used()) - before).toBe(1);
+          const b = await client.call(`/v1/verify?${query}&smtp=false`, {
+            headers: bearer(own.secret),
+          });
+          expect(b.status).toBe(200);
+          const standard = api.service.engine.verifySync(email, { method: 'standard' });
+          expect(b.body).toEqual(toShapeB({ ...standard, duration: b.body.duration }, undefined));
+          expect((await used()) - before).toBe(3);
+        }
       });
+
+      it.each([
+        ['a lone surrogate', 'email=%ED%A0%80%40example.org', 'email'],
+        ['a cut sequence', 'email=a%C3@example.org', 'email'],
+        ['an overlong encoding', 'email=%C0%AF@example.org', 'email'],
+        [
+          'a lone surrogate in form B',
+          'email=a%40example.org&site_source=%ED%A0%80&smtp=false',
+          'site_source',
+        ],
+      ])(
+        'refuses %s (not UTF-8 once percent-decoded) naming the parameter, charging nothing',
+        async (_n, query, field) => {
+          const before = await snapshot();
+          const reply = await client.call(`/v1/verify?${query}`, { headers: bearer(secret) });
+          expect(reply.status).toBe(400);
+          expect(reply.body).toMatchObject({ error: 'invalid_request', field });
+          expect(reply.headers.get('x-ratelimit-limit')).toBe('300');
+          expect(await snapshot()).toEqual(before);
+        },
+      );
 
       it('applies the account filters', async () => {
         const { secret: own } = await api.account();
@@ -279,6 +328,73 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
         for (const answer of answers) expect(answer.headers.get('x-ratelimit-limit')).toBe('300');
         // Each request counted once, in order.
         expect(remaining).toEqual(remaining.map((_, i) => 299 - i));
+      });
+
+      it('puts them on each kind of refusal, counting none refused before the key was read', async () => {
+        const own = await api.account({ credits: 0 });
+        const headers = bearer(own.secret);
+        const { secret: elsewhere } = await api.service.admin.createKey(own.accountId, {
+          allowedIps: ['203.0.113.0/24'],
+        });
+        const call = (path: string, init: { headers?: Record<string, string> } = {}) =>
+          client.call(path, { headers, ...init });
+        const answers = [
+          ['counted', await call('/v1/account')],
+          ['uncounted', await call('/v1/verify?email=a@example.org&fields=state,colour')],
+          ['uncounted', await call('/v1/verify?email=%ED%A0%80%40example.org')],
+          ['uncounted', await call('/v1/verify?email=a@example.org&colour=red')],
+          ['uncounted', await call(`/v1/verify?email=a@example.org&api_key=${own.secret}&x=1`)],
+          ['uncounted', await call('/v1/nothing-here')],
+          ['counted', await call('/v1/verify?email=x@example.org')], // 402
+          ['counted', await call('/v1/verify/batch_missing')], // 404
+          [
+            'counted',
+            await call('/v1/verify?email=deliverable@example.com', {
+              headers: bearer(own.secret, { 'idempotency-key': `figures-${kind}` }),
+            }),
+          ],
+          [
+            'counted',
+            await call('/v1/verify?email=risky@example.com', {
+              headers: bearer(own.secret, { 'idempotency-key': `figures-${kind}` }),
+            }),
+          ], // 409
+        ] as const;
+        expect(answers.map(([, answer]) => answer.status)).toEqual([
+          200, 400, 400, 400, 400, 404, 402, 404, 200, 409,
+        ]);
+        let remaining = 300;
+        for (const [counting, answer] of answers) {
+          if (counting === 'counted') remaining -= 1;
+          const where = `${answer.status} ${answer.text}`;
+          expect(answer.headers.get('x-ratelimit-limit'), where).toBe('300');
+          expect(answer.headers.get('x-ratelimit-remaining'), where).toBe(String(remaining));
+          expect(Number(answer.headers.get('x-ratelimit-reset')), where).toBeGreaterThan(0);
+        }
+        // The allow-list refuses a known key from elsewhere: its figures, the request uncounted.
+        for (let i = 0; i < 2; i++) {
+          const refused = await client.call('/v1/account', { headers: bearer(elsewhere) });
+          expect(refused.status).toBe(403);
+          expect(refused.headers.get('x-ratelimit-limit')).toBe('300');
+          expect(refused.headers.get('x-ratelimit-remaining')).toBe('300');
+        }
+        // Past the limit, a malformed request is told the refusing figures too.
+        const free = await api.account({ plan: 'free' });
+        for (let i = 0; i < 10; i++)
+          await client.call('/v1/account', { headers: bearer(free.secret) });
+        const over = await client.call('/v1/account', { headers: bearer(free.secret) });
+        const bad = await client.call('/v1/verify?email=a@example.org&fields=colour', {
+          headers: bearer(free.secret),
+        });
+        expect([over.status, bad.status]).toEqual([429, 400]);
+        for (const answer of [over, bad]) {
+          expect(answer.headers.get('x-ratelimit-limit')).toBe('10');
+          expect(answer.headers.get('x-ratelimit-remaining')).toBe('0');
+        }
+        // Without a key nothing is identified: no figures.
+        const anonymous = await client.call('/v1/verify?email=a@example.org&fields=colour');
+        expect(anonymous.status).toBe(400);
+        expect(anonymous.headers.get('x-ratelimit-limit')).toBeNull();
       });
 
       it('admits the plan per minute, then 429 with Retry-After and the spec body', async () => {

@@ -92,12 +92,16 @@ describe('/v1 API audit', () => {
       ['longer than 255 characters', 'k'.repeat(256)],
     ])('refuses an %s key naming the header, before counting the request', async (_n, key) => {
       const before = await snapshot();
+      const counted = await client.call('/v1/account', { headers: bearer(secret) });
       const reply = await client.call('/v1/verify?email=ivan@example.org', {
         headers: bearer(secret, { 'idempotency-key': key }),
       });
       expect(reply.status).toBe(400);
       expect(reply.body).toMatchObject({ error: 'invalid_request', field: 'idempotency-key' });
-      expect(reply.headers.get('x-ratelimit-limit')).toBeNull();
+      // The key is known, so its figures are on the refusal; the request was not counted.
+      expect(reply.headers.get('x-ratelimit-limit')).toBe('300');
+      const remaining = counted.headers.get('x-ratelimit-remaining');
+      expect(reply.headers.get('x-ratelimit-remaining')).toBe(remaining);
       expect(await snapshot()).toEqual(before);
     });
 

@@ -82,7 +82,41 @@ describe.each(STORES)('charging on the %s store', (_name, makeStore) => {
     await service.store.close();
   });
 
+  it('judges any non-empty string as the engine does: an invalid_email verdict, charged', async () => {
+    const engine = createEngine({ offline: true });
+    const service = createService({ engine, store: makeStore() });
+    const { accountId, used } = await withAccount(service, 100);
+    const strings = ['a\u0001b@example.org', 'a\u0000b@example.org', 'a\r\nb@example.org'];
+    strings.push(`${'a'.repeat(2000)}@example.org`, 'x'.repeat(1 << 20));
+    for (const email of strings) {
+      const { verdict, charged } = await service.verify({ accountId }, email, { method: 'quick' });
+      const library = engine.verifySync(email, { method: 'quick' });
+      expect({ ...verdict, duration: 0 }).toEqual({ ...library, duration: 0 });
+      expect([verdict.reason, verdict.email, charged]).toEqual(['invalid_email', email, 1]);
+    }
+    expect(await used()).toBe(strings.length);
+    // No string at all is still a refusal, naming the parameter.
+    const empty = await refusal(service.verify({ accountId }, ''));
+    expect([empty.code, empty.context.field]).toEqual(['invalid_request', 'email']);
+    await service.store.close();
+  });
+
   describe('idempotency keys (defects 1 and 2)', () => {
+    it('tells an address holding NUL from another address with a shape', async () => {
+      const service = createService({
+        engine: createEngine({ offline: true }),
+        store: makeStore(),
+      });
+      const { accountId } = await withAccount(service, 10);
+      // Joined by NUL as the parts are, `a` + shape `b` spells what `a<NUL>b` without one does.
+      await service.verify({ accountId }, 'a\u0000b', { requestId: 'nul', method: 'quick' });
+      const other = await refusal(
+        service.verify({ accountId }, 'a', { requestId: 'nul', method: 'quick', shape: 'b' }),
+      );
+      expect(other.code).toBe('idempotency_conflict');
+      await service.store.close();
+    });
+
     it('binds a key to its request: another address or method is 409, never a free verdict', async () => {
       const service = createService({
         engine: createEngine({ offline: true }),

@@ -135,13 +135,27 @@ const SLOTS: readonly Slot[] = [
     call: (w: World, v: unknown) => w.service.authenticate({ [name]: any(v), endpoint: 'verify' }),
     otherwise: when([[...ABSENT, 'null', '""', ...STRINGS], 'unauthorized']),
   })),
+  // rateLimitStatus: an unknown key is no refusal, just no figures
+  {
+    entry: 'service.rateLimitStatus',
+    field: 'request',
+    call: (w, v) => w.service.rateLimitStatus(any(v)),
+    otherwise: when([OBJECTS, 'ok']),
+  },
+  ...(['authorization', 'apiKey'] as const).map((name) => ({
+    entry: 'service.rateLimitStatus',
+    field: name === 'apiKey' ? 'api_key' : name,
+    call: (w: World, v: unknown) => w.service.rateLimitStatus({ [name]: any(v) }),
+    otherwise: when([[...ABSENT, 'null', '""', ...STRINGS], 'ok']),
+  })),
   // verify
   ...callerSlots('service.verify', (w, c) => w.service.verify(any(c), EMAIL, { method: 'quick' })),
   {
     entry: 'service.verify',
     field: 'email',
     call: (w, v) => w.service.verify(w.caller, v, { method: 'quick' }),
-    otherwise: when([STRINGS, 'ok']),
+    // Any string but the empty one is an address to judge (an invalid_email verdict).
+    otherwise: when([[...STRINGS, '1 MB', 'NUL', 'CRLF'], 'ok']),
   },
   {
     entry: 'service.verify',
