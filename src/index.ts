@@ -30,7 +30,7 @@ export type { VerifyManyOptions, VerifyManyResult } from './engine/verify-many.j
 export type { NodeDnsOptions } from './adapters/node/dns.js';
 // Types only: the prober itself is in mailverdict/smtp, loaded on the first probe.
 export type { NodeSmtpOptions } from './adapters/node/smtp.js';
-export type { ReplyClass } from './smtp/classify.js';
+export type { ReplyClass } from './ports/smtp.js';
 export { createCachedDns } from './dns/cached-dns.js';
 export type { CachedDnsOptions } from './dns/cached-dns.js';
 export { offlineDns } from './dns/offline-dns.js';

@@ -20,14 +20,14 @@ export {
   SMTP_PORT,
 } from './adapters/node/smtp.js';
 export type { NodeSmtpOptions } from './adapters/node/smtp.js';
-export type { SharedHostSlots } from './smtp/connection-limits.js';
+export type { SharedHostSlots } from './ports/smtp.js';
 export { MAX_CONNECTIONS_PER_PROXY } from './adapters/node/socks-connect.js';
 export { parseProxyUrl } from './smtp/proxy-url.js';
 export type { ProxySpec } from './smtp/proxy-url.js';
 export { batchProbes, CATCH_ALL_TTL_MS } from './engine/probe-batcher.js';
 export type { ProbeBatcherOptions } from './engine/probe-batcher.js';
 export { classifyRcpt, classifySession } from './smtp/classify.js';
-export type { ReplyClass } from './smtp/classify.js';
+export type { ReplyClass } from './ports/smtp.js';
 export { MAX_REPLY_BYTES, ReplyReader } from './smtp/reply.js';
 export type { SmtpReply } from './smtp/reply.js';
 export { ProbeSession } from './smtp/session.js';

@@ -1,4 +1,4 @@
-import type { LedgerCommit, LedgerCommitOutcome, LedgerRequest } from './store.js';
+import type { LedgerCommit, LedgerCommitOutcome, LedgerRequest } from './ledger.js';
 
 /** Where a batch job stands (DESIGN 5.5). */
 export type JobStatus = 'processing' | 'completed' | 'failed';

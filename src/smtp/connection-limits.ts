@@ -1,13 +1,4 @@
 /**
- * A per-host connection limit shared with other processes (workers on one Redis, say): a
- * session holds one of its slots as well as one of its own process's.
- */
-export interface SharedHostSlots {
-  /** Waits for a slot to `host`; resolves with the function that gives it back (once). */
-  acquire(host: string, signal?: AbortSignal): Promise<() => void>;
-}
-
-/**
  * Caps on simultaneous connections, per mail host and in total: politeness towards each
  * server (many count connections per client IP and block past a few) and a bound on our
  * own sockets. Waiters are served first come, first served.

@@ -1,4 +1,4 @@
-import { classifyRcpt, classifySession, type ReplyClass } from './classify.js';
+import { classifyRcpt, classifySession } from './classify.js';
 import {
   ehlo,
   helo,
@@ -10,13 +10,7 @@ import {
   UnsafeCommandError,
 } from './commands.js';
 import { ehloExtensions, type ReplyError, type SmtpReply } from './reply.js';
-
-/** One address to ask about, in its canonical form (the parser's ASCII or Unicode form). */
-export interface ProbeRecipient {
-  readonly address: string;
-  /** The address needs SMTPUTF8 (RFC 6531): sent only to a server that offers it. */
-  readonly smtpUtf8: boolean;
-}
+import type { ProbeRecipient, ReplyClass } from '../ports/smtp.js';
 
 /** Everything one session does, decided before it starts. */
 export interface SessionPlan {

@@ -4,17 +4,18 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import type {
   ProbeAnswer,
   ProbeClass,
+  ProbeRecipient,
   ProbeReport,
   ProbeRequest,
   SmtpProber,
+  SharedHostSlots,
 } from '../../ports/smtp.js';
 import { literalAddress } from '../../address/ip-literal.js';
 import { assertSmtpIdentity } from '../../smtp/commands.js';
-import { ConnectionLimits, type SharedHostSlots } from '../../smtp/connection-limits.js';
+import { ConnectionLimits } from '../../smtp/connection-limits.js';
 import { MAX_REPLY_BYTES, ReplyReader, type SmtpReply } from '../../smtp/reply.js';
 import {
   ProbeSession,
-  type ProbeRecipient,
   type ConnectionFailure,
   type SessionAction,
   type SessionFailure,

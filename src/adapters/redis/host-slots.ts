@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import { delay } from '../../delay.js';
-import type { SharedHostSlots } from '../../smtp/connection-limits.js';
+import type { SharedHostSlots } from '../../ports/smtp.js';
 
 export interface RedisHostSlotsOptions {
   /** Sessions to one mail host at once, across every process on this Redis. Default 2. */
