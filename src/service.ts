@@ -39,8 +39,8 @@ export type {
 } from './service/service.js';
 export { signWebhook, WEBHOOK_RETRY_SCHEDULE_MS } from './service/batch/webhooks.js';
 // Where jobs run: in process by default; mailverdict/bullmq brings a queue runner.
-export type { BatchRunner, BatchRunnerFactory } from './service/batch/runner.js';
-export type { JobWork, JobWorkSettings } from './service/batch/job-work.js';
+export type { BatchRunner, BatchRunnerFactory, JobWork } from './ports/batch-runner.js';
+export type { JobWorkSettings } from './service/batch/job-work.js';
 export { ServiceError, SERVICE_ERROR_STATUS } from './service/service-error.js';
 export type { ServiceErrorCode } from './service/service-error.js';
 export { PLANS, PLAN_NAMES, PUBLIC_KEY_DAILY_LIMIT } from './service/plans.js';

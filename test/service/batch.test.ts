@@ -3,7 +3,7 @@ import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/engine/engine.js';
 import type { Dns } from '../../src/ports/dns.js';
 import type { JobRecord, Store } from '../../src/ports/store.js';
-import type { JobWork } from '../../src/service/batch/job-work.js';
+import type { JobWork } from '../../src/ports/batch-runner.js';
 import { createService, type Service } from '../../src/service/service.js';
 import type { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryWebhookSender } from '../../src/testing.js';

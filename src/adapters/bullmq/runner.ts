@@ -2,10 +2,8 @@ import { FlowProducer, Queue, Worker, type ConnectionOptions, type Job } from 'b
 import { Redis, type RedisOptions } from 'ioredis';
 import { delay } from '../../delay.js';
 import { optional } from '../../optional.js';
+import type { BatchRunner, BatchRunnerFactory, JobWork } from '../../ports/batch-runner.js';
 import type { JobRecord, PendingJobItem } from '../../ports/store.js';
-import { chunkByDomain } from '../../service/batch/chunks.js';
-import { failureReason, JobFailure, type JobWork } from '../../service/batch/job-work.js';
-import type { BatchRunner, BatchRunnerFactory } from '../../service/batch/runner.js';
 
 export interface BullmqRunnerOptions {
   /** The Redis that holds the queue: a URL (`redis://host:port/db`) or ioredis options. */
@@ -82,7 +80,6 @@ export function bullmqBatchRunner(options: BullmqRunnerOptions): BatchRunnerFact
 }
 
 function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchRunner {
-  const { store } = work.ctx;
   const queueName = options.queueName ?? 'mailverdict-batch';
   const chunkSize = options.chunkSize ?? 500;
   const lockMs = options.lockMs ?? 30_000;
@@ -141,8 +138,7 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
       if (await queued.isFailed()) await queued.retry();
       return;
     }
-    const pending: PendingJobItem[] = [];
-    for await (const item of work.pending(job)) pending.push(item);
+    const chunks = await work.pendingChunks(job, chunkSize);
     const retries = {
       attempts: CHUNK_ATTEMPTS,
       backoff: { type: 'exponential', delay: 1_000 },
@@ -156,7 +152,7 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
       queueName,
       data: { accountId: job.accountId, jobId: job.id } satisfies FinishData,
       opts: { jobId: job.id, ...retries },
-      children: chunkByDomain(pending, chunkSize).map((positions, index) => ({
+      children: chunks.map((positions, index) => ({
         name: CHUNK,
         queueName,
         data: { accountId: job.accountId, jobId: job.id, positions } satisfies ChunkData,
@@ -164,18 +160,18 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
         opts: { jobId: `${job.id}-${index}`, ignoreDependencyOnFailure: true, ...retries },
       })),
     });
-    work.ctx.observer?.onJobProgress?.({ processed: 0, event: 'started' });
+    work.started(job);
   }
 
   async function processJob(bullJob: Job, signal: AbortSignal | undefined): Promise<void> {
     const data = bullJob.data as ChunkData | FinishData;
-    const job = await store.getJob(data.accountId, data.jobId);
+    const job = await work.getJob(data.accountId, data.jobId);
     if (job?.status !== 'processing') return;
     const stop =
       signal === undefined ? stopping.signal : AbortSignal.any([signal, stopping.signal]);
     try {
       if (bullJob.name === CHUNK) {
-        const items = await store.pendingJobItemsAt(job.id, (data as ChunkData).positions);
+        const items = await work.pendingAt(job, (data as ChunkData).positions);
         if (items.length > 0) await work.verify(job, listed(items), stop);
       } else {
         // Every chunk has ended; what a chunk that failed for good left is verified here.
@@ -184,7 +180,7 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
     } catch (error) {
       // A job that cannot go on fails now, with its reason; anything else (Redis or the store
       // away, this worker stopping) is thrown for BullMQ to retry the chunk.
-      if (error instanceof JobFailure) await work.finish(job, failureReason(error));
+      if (work.cannotGoOn(error)) await work.fail(job, error);
       else throw error;
     }
   }
@@ -195,17 +191,10 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
    * while they run).
    */
   async function reconcile(): Promise<number> {
-    const jobs = await store.listJobs('processing');
-    const { clock } = work.ctx;
+    const jobs = await work.processing();
     for (const job of jobs) {
       await enqueue(job);
-      if (job.reservation !== null) {
-        await store.renewHold(
-          job.accountId,
-          job.reservation,
-          clock.now() + work.settings.holdTtlMs,
-        );
-      }
+      await work.renewHold(job);
     }
     return jobs.length;
   }

@@ -22,7 +22,8 @@ import {
   type ResultsFormat,
 } from './results.js';
 import { createJobWork } from './job-work.js';
-import { inProcessRunner, type BatchRunnerFactory } from './runner.js';
+import type { BatchRunnerFactory } from '../../ports/batch-runner.js';
+import { inProcessRunner } from './runner.js';
 import {
   createSubmit,
   type BatchCreated,

@@ -1,4 +1,5 @@
 import type { MethodName } from '../../engine/methods.js';
+import type { JobWork } from '../../ports/batch-runner.js';
 import { UNKNOWN_REASONS, type Verdict } from '../../engine/verdict.js';
 import type {
   JobRecord,
@@ -12,6 +13,7 @@ import type { Filters } from '../filters.js';
 import { FILTER_VERDICTS, fixedVerdict } from '../../engine/fixed-verdict.js';
 import { eventOf } from './results.js';
 import { jobHoldRef, jobItemRef, resultOf } from './submit.js';
+import { chunkByDomain } from './chunks.js';
 import type { WebhookDispatcher } from './webhooks.js';
 
 export interface JobWorkSettings {
@@ -37,35 +39,6 @@ export const PENDING_PAGE = 1_000;
 
 /** A job that cannot go on, with the reason its status will give. */
 export class JobFailure extends Error {}
-
-/**
- * What any runner does to a job, wherever it runs (this process, or a queue's worker): verify
- * some of its pending addresses and store their results, then finish it. Runners differ only
- * in how they split and schedule that work.
- */
-export interface JobWork {
-  /**
-   * Verifies `items` (pending addresses of `job`) and stores each result with the ledger
-   * request that pays for it, in flushes; renews the job's hold while it works and remakes it
-   * if it lapsed. Resolves with the job as last stored; rejects with a JobFailure when the job
-   * cannot go on, or with the signal's reason when stopped (what landed is stored first).
-   */
-  verify(
-    job: JobRecord,
-    items: AsyncIterable<PendingJobItem>,
-    signal: AbortSignal,
-  ): Promise<JobRecord>;
-  /**
-   * Finishes the job as stored now: completed when every position has its result, else failed
-   * with `reason` (or a count of what is missing); queues its webhook. Idempotent: a job
-   * finished already stays as it is, with its one webhook.
-   */
-  finish(job: JobRecord, reason?: string | null): Promise<void>;
-  /** Every pending address of the job, page by page from the store. */
-  pending(job: JobRecord): AsyncIterable<PendingJobItem>;
-  readonly ctx: ServiceContext;
-  readonly settings: JobWorkSettings;
-}
 
 /** A result waiting to be stored: charged (settle) unless it could not be verified. */
 interface Landed {
@@ -263,7 +236,27 @@ export function createJobWork(
     return prefixes.v4.length > 0 || prefixes.v6.length > 0;
   }
 
-  return { verify, finish, pending, ctx, settings };
+  return {
+    verify,
+    finish,
+    fail: (job, error) => finish(job, failureReason(error)),
+    cannotGoOn: (error) => error instanceof JobFailure,
+    pending,
+    async pendingChunks(job, size) {
+      const items: PendingJobItem[] = [];
+      for await (const item of pending(job)) items.push(item);
+      return chunkByDomain(items, size);
+    },
+    pendingAt: (job, positions) => store.pendingJobItemsAt(job.id, positions),
+    getJob: (accountId, id) => store.getJob(accountId, id),
+    processing: () => store.listJobs('processing'),
+    async renewHold(job) {
+      if (job.reservation === null) return;
+      await store.renewHold(job.accountId, job.reservation, clock.now() + settings.holdTtlMs);
+    },
+    started: () => ctx.observer?.onJobProgress?.({ processed: 0, event: 'started' }),
+    renewEveryMs: settings.renewEveryMs,
+  };
 }
 
 /** The reason a failed job's status gives for `error`. */

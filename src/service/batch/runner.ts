@@ -1,22 +1,5 @@
+import type { BatchRunner, BatchRunnerFactory, JobWork } from '../../ports/batch-runner.js';
 import type { JobRecord } from '../../ports/store.js';
-import { failureReason, type JobWork } from './job-work.js';
-
-/** Schedules stored jobs onto the work that verifies them (DESIGN 5.5, 6). */
-export interface BatchRunner {
-  start(job: JobRecord): void;
-  /** Starts every job left processing, by a restart say; resolves with how many. */
-  resume(): Promise<number>;
-  /** Stops every job where it is (each resumes on the next start) and waits for them. */
-  stop(): Promise<void>;
-  /** Resolves once no job is running or waiting in this process. */
-  idle(): Promise<void>;
-}
-
-/**
- * Makes a service's runner from its job work. The default runs jobs in this process;
- * `mailverdict/bullmq` spreads their chunks over worker processes.
- */
-export type BatchRunnerFactory = (work: JobWork) => BatchRunner;
 
 /** The in-process batch runner: a bounded number of jobs at once, each through verifyMany. */
 export function inProcessRunner(options: { jobsAtOnce: number }): BatchRunnerFactory {
@@ -24,7 +7,6 @@ export function inProcessRunner(options: { jobsAtOnce: number }): BatchRunnerFac
 }
 
 function createRunner(work: JobWork, jobsAtOnce: number): BatchRunner {
-  const { store, clock } = work.ctx;
   const waiting: JobRecord[] = [];
   const running = new Map<string, Promise<void>>();
   let controller = new AbortController();
@@ -36,16 +18,12 @@ function createRunner(work: JobWork, jobsAtOnce: number): BatchRunner {
    * the job failed for credits it had been promised.
    */
   function renewWaiting(): void {
-    const expiresAt = clock.now() + work.settings.holdTtlMs;
-    for (const job of waiting) {
-      if (job.reservation === null) continue;
-      store.renewHold(job.accountId, job.reservation, expiresAt).catch(() => undefined);
-    }
+    for (const job of waiting) work.renewHold(job).catch(() => undefined);
   }
 
   function pump(): void {
     if (waiting.length > 0 && renewal === undefined) {
-      renewal = setInterval(renewWaiting, work.settings.renewEveryMs);
+      renewal = setInterval(renewWaiting, work.renewEveryMs);
       renewal.unref();
     }
     while (running.size < jobsAtOnce && waiting.length > 0) {
@@ -65,13 +43,13 @@ function createRunner(work: JobWork, jobsAtOnce: number): BatchRunner {
   }
 
   async function runJob(job: JobRecord, signal: AbortSignal): Promise<void> {
-    work.ctx.observer?.onJobProgress?.({ processed: 0, event: 'started' });
+    work.started(job);
     try {
       await work.finish(await work.verify(job, work.pending(job), signal));
     } catch (error) {
       // Stopped: the job stays processing and resumes, from what is stored, on the next start.
       if (signal.aborted) return;
-      await work.finish(job, failureReason(error));
+      await work.fail(job, error);
     }
   }
 
@@ -82,7 +60,7 @@ function createRunner(work: JobWork, jobsAtOnce: number): BatchRunner {
       pump();
     },
     async resume() {
-      const jobs = await store.listJobs('processing');
+      const jobs = await work.processing();
       for (const job of jobs) this.start(job);
       return jobs.length;
     },
