@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createEngine } from '../src/index.js';
-import { createMemoryDns } from '../src/testing.js';
+import { createEngine, SMTP_FINDINGS, type ProbeClass } from '../src/index.js';
+import { createMemoryDns, createMemorySmtp } from '../src/testing.js';
 
 /**
  * What the README says a verdict looks like is what the engine answers: its examples run here
@@ -63,5 +63,36 @@ describe('README examples', () => {
       },
     );
     for (const line of printed.trim().split('\n')) expect(README).toContain(line);
+  });
+
+  it('the SMTP outcome table: the names the twin takes, their findings and real verdicts', async () => {
+    const section = README.slice(README.indexOf('What each outcome means'));
+    const table = section.slice(0, section.indexOf('\n\n', section.indexOf('| outcome')));
+    const rows = table
+      .split('\n')
+      .filter((line) => line.startsWith('| `'))
+      .map((line) => line.split('|').map((cell) => cell.trim()));
+    const codes = (cell: string) => [...cell.matchAll(/`(\w+)`/g)].map((match) => match[1]);
+    const outcomes = rows.map(([, outcome]) => codes(outcome ?? '')[0]);
+    expect([...outcomes].sort()).toEqual(Object.keys(SMTP_FINDINGS).sort());
+    const verdictOf = async (smtp: ReturnType<typeof createMemorySmtp>) =>
+      createEngine({ dns: createMemoryDns({ 'example.org': ['mx.example.org'] }), smtp }).verify(
+        'ann@example.org',
+        { method: 'smtp' },
+      );
+    for (const [, cell, , finding, verdict] of rows) {
+      const outcome = codes(cell ?? '')[0] as ProbeClass;
+      expect(codes(finding ?? ''), outcome).toEqual([SMTP_FINDINGS[outcome].code]);
+      const real = await verdictOf(createMemorySmtp({ mailboxes: { 'ann@example.org': outcome } }));
+      const [reason, ...factors] = codes(verdict ?? '');
+      expect([real.state, real.reason], outcome).toEqual([verdict?.split(' ')[0], reason]);
+      expect(real.riskFactors, outcome).toEqual(expect.arrayContaining(factors));
+    }
+    const catchAll =
+      /catch-all \(the\s+twin's `catchAllDomains`\): finding `(\w+)`, (\w+) `(\w+)`, `(\w+)`/;
+    const [, code, state, reason, factor] = catchAll.exec(README) ?? [];
+    const real = await verdictOf(createMemorySmtp({ catchAllDomains: ['example.org'] }));
+    expect(real.checks.find((finding) => finding.check === 'catch_all')?.code).toBe(code);
+    expect([real.state, real.reason, real.riskFactors]).toEqual([state, reason, [factor]]);
   });
 });

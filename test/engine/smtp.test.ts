@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SMTP_FINDINGS } from '../../src/checks/smtp.js';
 import { createEngine } from '../../src/engine/engine.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { batchProbes } from '../../src/engine/probe-batcher.js';
@@ -35,6 +36,43 @@ describe('smtp method: outcomes to verdicts (DESIGN 3, issue 3)', () => {
     expect([verdict.state, verdict.reason]).toEqual([state, reason]);
     if (factor !== undefined) expect(verdict.riskFactors).toContain(factor);
     expect(verdict.score).toBeGreaterThanOrEqual(state === 'deliverable' ? 80 : 0);
+  });
+
+  it('answers every outcome of SMTP_FINDINGS through the twin, and refuses any other when created', async () => {
+    for (const outcome of Object.keys(SMTP_FINDINGS) as ProbeClass[]) {
+      const smtp = createMemorySmtp({ domains: { 'EXAMPLE.org': outcome } });
+      const verdict = await createEngine({ dns: dns(), smtp }).verify('ann@example.org', {
+        method: 'smtp',
+      });
+      expect(verdict.checks.find((finding) => finding.check === 'smtp')?.code).toBe(
+        SMTP_FINDINGS[outcome].code,
+      );
+    }
+    // The README's finding names, a typo, a non-string: a TypeError naming the outcomes.
+    for (const [option, outcome, hint] of [
+      ['mailboxes', 'mailbox_not_found', '(it is the finding of "rejected")'],
+      ['domains', 'temporary_failure', '"too_many_recipients" or "temporary" or "try_next_mx"'],
+      ['mailboxes', 'acepted', 'not an outcome;'],
+      ['domains', 42, 'is 42, not an outcome;'],
+      ['mailboxes', undefined, 'is undefined, not an outcome;'],
+    ] as const) {
+      const create = () => createMemorySmtp({ [option]: { 'bob@example.org': outcome as never } });
+      expect(create).toThrow(TypeError);
+      expect(create).toThrow(hint);
+      expect(create).toThrow(`the outcomes are ${Object.keys(SMTP_FINDINGS).join(', ')}.`);
+    }
+  });
+
+  it('matches the addresses and domains of its tables without regard to case', async () => {
+    const smtp = createMemorySmtp({
+      mailboxes: { 'Ann@Example.org': 'accepted' },
+      catchAllDomains: ['Other.ORG'],
+    });
+    const engine = createEngine({ dns: dns(), smtp });
+    expect((await engine.verify('ann@example.org', { method: 'smtp' })).reason).toBe(
+      'accepted_email',
+    );
+    expect((await engine.verify('bob@other.org', { method: 'smtp' })).catchAll).toBe(true);
   });
 
   it('rates an accepted address on a catch-all domain risky, below a verified one', async () => {
