@@ -1,45 +1,26 @@
-import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import { optional } from '../optional.js';
 import { downloadUrl } from '../service/batch/results.js';
-import { MAX_BATCH_EMAILS } from '../service/batch/submit.js';
-import type { ResultsFormat } from '../service/service.js';
+import { RESULTS_FORMATS, resultsFormatOf } from '../service/request-fields.js';
+import type { NewBatch, ResultsFormat } from '../service/service.js';
 import type { Exchange } from './exchange.js';
 import { idempotencyKey, namingIdempotencyKey } from './idempotency-key.js';
-import { readQuery } from './query.js';
 import { onlyFields, readJsonObject } from './request-body.js';
-import { badRequest, json, type Reply } from './responses.js';
+import { json, type Reply } from './responses.js';
 import { routeId } from './route-id.js';
-
-const BATCH_FIELDS = ['emails', 'method', 'callback_url'];
-const FORMATS: readonly ResultsFormat[] = ['json', 'csv', 'ndjson'];
+import { REQUEST_BODIES } from './routes.js';
 
 /** POST /v1/verify `{emails, method?, callback_url?}` -> 202 with the job. */
 export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
-  const query = readQuery(exchange.url, ['api_key']);
   const body = await readJsonObject(exchange.request, exchange.config.maxBodyBytes);
-  onlyFields(body, BATCH_FIELDS);
-  const { emails, method, callback_url: callbackUrl } = body;
-  if (!Array.isArray(emails) || emails.length === 0 || emails.length > MAX_BATCH_EMAILS) {
-    throw badRequest('emails', `emails must be an array of 1 to ${MAX_BATCH_EMAILS} strings.`);
-  }
-  const notText = emails.findIndex((email) => typeof email !== 'string');
-  if (notText !== -1) throw badRequest('emails', `emails[${notText}] is not a string.`);
-  if (method !== undefined && !(METHOD_NAMES as readonly unknown[]).includes(method)) {
-    throw badRequest('method', `method must be one of ${METHOD_NAMES.join(', ')}.`);
-  }
-  if (callbackUrl !== undefined && typeof callbackUrl !== 'string') {
-    throw badRequest('callback_url', 'callback_url must be a string.');
-  }
+  onlyFields(body, REQUEST_BODIES.BatchRequest);
   const requestId = idempotencyKey(exchange.request);
-  const caller = await exchange.authenticate('batch', query.get('api_key'));
+  const caller = await exchange.authenticate('batch', exchange.query.get('api_key'));
+  // The wire's fields as they came: the service checks each (request-fields.ts), so that a
+  // refusal reads the same over HTTP as in the library.
   const job = await namingIdempotencyKey(() =>
     exchange.service.submitBatch(
       caller,
-      {
-        emails: emails as string[],
-        ...optional('method', method as MethodName | undefined),
-        ...optional('callbackUrl', callbackUrl),
-      },
+      body as unknown as NewBatch,
       optional('requestId', requestId),
     ),
   );
@@ -48,9 +29,8 @@ export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
 
 /** GET /v1/verify/{id}: progress, and the absolute `download_url` once completed. */
 export async function batchStatusRoute(exchange: Exchange, rawId: string): Promise<Reply> {
-  const query = readQuery(exchange.url, ['api_key']);
   const id = routeId(rawId);
-  const caller = await exchange.authenticate('batch', query.get('api_key'));
+  const caller = await exchange.authenticate('batch', exchange.query.get('api_key'));
   // download_url: the handler's baseUrl, else the service's batch.baseUrl (which its webhooks
   // use too), else this request's origin; built alike, so one base gives one URL in both.
   const { baseUrl } = exchange.config;
@@ -71,7 +51,7 @@ export async function batchStatusRoute(exchange: Exchange, rawId: string): Promi
  * (unknown id, not completed yet) is an envelope with its status, not a broken 200.
  */
 export async function batchResultsRoute(exchange: Exchange, rawId: string): Promise<Reply> {
-  const query = readQuery(exchange.url, ['format', 'api_key']);
+  const { query } = exchange;
   const id = routeId(rawId);
   const format = formatOf(query.get('format'), exchange.request.headers.get('accept'));
   const caller = await exchange.authenticate('batch', query.get('api_key'));
@@ -104,12 +84,7 @@ export async function batchResultsRoute(exchange: Exchange, rawId: string): Prom
 }
 
 function formatOf(parameter: string | undefined, accept: string | null): ResultsFormat {
-  if (parameter !== undefined) {
-    if (!(FORMATS as readonly string[]).includes(parameter)) {
-      throw badRequest('format', `format must be one of ${FORMATS.join(', ')}.`);
-    }
-    return parameter as ResultsFormat;
-  }
+  if (parameter !== undefined) return resultsFormatOf(parameter);
   return accept === null ? 'json' : negotiate(accept);
 }
 
@@ -147,7 +122,7 @@ function negotiate(accept: string): ResultsFormat {
         const [name, value = ''] = parameter.split('=').map((part) => part.trim());
         if (name === 'q') q = Q_VALUE.test(value) ? Number(value) : 0;
       }
-      for (const format of FORMATS) {
+      for (const format of RESULTS_FORMATS) {
         const specificity = covers(type, FORMAT_TYPES[format]);
         const held = preferences.get(format);
         if (specificity > (held?.specificity ?? 0)) {

@@ -2,14 +2,11 @@ import { optional } from '../optional.js';
 import type { FilterAction, FilterType } from '../ports/store.js';
 import type { FilterInfo } from '../service/service.js';
 import type { Exchange } from './exchange.js';
-import { integerParameter, readQuery } from './query.js';
+import { integerParameter } from './query.js';
 import { onlyFields, readJsonObject } from './request-body.js';
 import { json, type Reply } from './responses.js';
 import { routeId } from './route-id.js';
-
-const KEY_ONLY = ['api_key'];
-const LIST_PARAMETERS = ['filter_type', 'page', 'per_page', 'api_key'];
-const NEW_FILTER_FIELDS = ['value', 'filter_type', 'action', 'reason'];
+import { REQUEST_BODIES } from './routes.js';
 
 /** A filter on the wire (DESIGN 5.4): snake_case, its time in ISO 8601. */
 export function filterWire(filter: FilterInfo): Record<string, unknown> {
@@ -25,11 +22,10 @@ export function filterWire(filter: FilterInfo): Record<string, unknown> {
 
 /** POST /v1/filters `{value, filter_type, action, reason?}` -> 201 with the filter. */
 export async function createFilterRoute(exchange: Exchange): Promise<Reply> {
-  const query = readQuery(exchange.url, KEY_ONLY);
   const body = await readJsonObject(exchange.request, exchange.config.maxBodyBytes);
-  onlyFields(body, NEW_FILTER_FIELDS);
-  const caller = await exchange.authenticate('filters', query.get('api_key'));
-  // The service checks each value's type and form, naming the field (DESIGN 5.6).
+  onlyFields(body, REQUEST_BODIES.NewFilter);
+  const caller = await exchange.authenticate('filters', exchange.query.get('api_key'));
+  // The service checks each value's type and form, naming the field (request-fields.ts).
   const filter = await exchange.service.createFilter(caller, {
     value: body.value as string,
     type: body.filter_type as FilterType,
@@ -41,14 +37,13 @@ export async function createFilterRoute(exchange: Exchange): Promise<Reply> {
 
 /** GET /v1/filters?filter_type=&page=&per_page= -> `{filters, total, page, per_page}`. */
 export async function listFiltersRoute(exchange: Exchange): Promise<Reply> {
-  const query = readQuery(exchange.url, LIST_PARAMETERS);
-  const page = integerParameter(query, 'page');
-  const perPage = integerParameter(query, 'per_page');
+  const { query } = exchange;
   const caller = await exchange.authenticate('filters', query.get('api_key'));
+  // Refusals of each parameter are the service's, as for the library's caller.
   const list = await exchange.service.listFilters(caller, {
     ...optional('type', query.get('filter_type') as FilterType | undefined),
-    ...optional('page', page),
-    ...optional('perPage', perPage),
+    ...optional('page', integerParameter(query, 'page') as number | undefined),
+    ...optional('perPage', integerParameter(query, 'per_page') as number | undefined),
   });
   return json(200, {
     filters: list.filters.map(filterWire),
@@ -60,8 +55,7 @@ export async function listFiltersRoute(exchange: Exchange): Promise<Reply> {
 
 /** DELETE /v1/filters/{id} -> `{id, deleted: true}`; another account's or unknown: 404. */
 export async function deleteFilterRoute(exchange: Exchange, rawId: string): Promise<Reply> {
-  const query = readQuery(exchange.url, KEY_ONLY);
   const id = routeId(rawId);
-  const caller = await exchange.authenticate('filters', query.get('api_key'));
+  const caller = await exchange.authenticate('filters', exchange.query.get('api_key'));
   return json(200, await exchange.service.deleteFilter(caller, id));
 }

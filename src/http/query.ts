@@ -64,15 +64,18 @@ export function booleanParameter(
   throw badRequest(name, `${name} must be true or false.`);
 }
 
-/** A positive integer parameter (page numbers, sizes), checked for range by the service. */
+/**
+ * An integer parameter as the service's field takes it: decimal digits are the number, and
+ * anything else goes on as the text it is, for the field's own check to refuse with the
+ * message a library caller gets (request-fields.ts).
+ */
 export function integerParameter(
   query: ReadonlyMap<string, string>,
   name: string,
-): number | undefined {
+): number | string | undefined {
   const value = query.get(name);
   if (value === undefined) return undefined;
-  if (!/^\d{1,9}$/.test(value)) throw badRequest(name, `${name} must be a positive integer.`);
-  return Number(value);
+  return /^\d{1,15}$/.test(value) ? Number(value) : value;
 }
 
 /** A name from the client, cut short for echoing back in a message. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { firstAnswer } from './idempotency.js';
 import type { ParseResult } from '../address/parse.js';
 import { FILTER_VERDICTS, fixedVerdict } from '../engine/fixed-verdict.js';
-import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
+import type { MethodName } from '../engine/methods.js';
 import { testAddressVerdict } from '../engine/test-addresses.js';
 import { UNKNOWN_REASONS, type Verdict } from '../engine/verdict.js';
 import type {
@@ -20,6 +20,7 @@ import type { AccountRef, Caller } from './auth.js';
 import { accountOf, type ServiceContext } from './context.js';
 import { emailKey } from './filter-values.js';
 import type { Filters } from './filters.js';
+import { methodOf, requestIdOf } from './request-fields.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 import {
   answering,
@@ -27,7 +28,6 @@ import {
   optionalObject,
   optionalSignal,
   requireAccountRef,
-  requireOneOf,
   requireText,
   requireUsableMethod,
 } from './validate.js';
@@ -88,7 +88,6 @@ export const VERIFY_DEADLINE_MS: Readonly<Record<MethodName, number>> = {
 };
 /** A verify's hold outlives its deadline by this much, so it never lapses under a live verify. */
 export const HOLD_MARGIN_MS = 30_000;
-export const MAX_REQUEST_ID_LENGTH = 255;
 
 /** Files one ledger request, its refusals as ServiceErrors. */
 export async function fileLedger(
@@ -266,15 +265,12 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
         const accountId = requireAccountRef(caller);
         assertEmailInput(email);
         const options = optionalObject(verifyOptions, 'options') as ServiceVerifyOptions;
-        const method =
-          options.method === undefined
-            ? 'standard'
-            : requireOneOf(options.method, 'method', METHOD_NAMES);
+        const method = methodOf(options.method);
         const signal = optionalSignal(options.signal);
         const parsed = engine.parse(email);
         let idem: Idempotency | undefined;
         if (options.requestId !== undefined) {
-          const key = requireText(options.requestId, 'request_id', MAX_REQUEST_ID_LENGTH);
+          const key = requestIdOf(options.requestId);
           const shape =
             options.shape === undefined ? undefined : requireText(options.shape, 'shape', 1024);
           const fingerprint = fingerprintOf(method, parsed.ok ? emailKey(parsed) : email, shape);

@@ -6,17 +6,17 @@ import type { AccountRef } from './auth.js';
 import { accountOf, type ServiceContext } from './context.js';
 import { domainChain, emailKey, literalIp, normalizeFilterValue } from './filter-values.js';
 import { containingRangesByFamily, rangeHostBits } from './ip-ranges.js';
-import { invalidRequest, ServiceError } from './service-error.js';
 import {
-  answering,
-  optionalObject,
-  optionalText,
-  requireAccountRef,
-  requireInteger,
-  requireObject,
-  requireOneOf,
-  requireText,
-} from './validate.js';
+  filterActionOf,
+  filterReasonOf,
+  filterTypeOf,
+  filterValueText,
+  pageOf,
+  perPageOf,
+  requireId,
+} from './request-fields.js';
+import { invalidRequest, ServiceError } from './service-error.js';
+import { answering, optionalObject, requireAccountRef, requireObject } from './validate.js';
 
 export type FilterInfo = Omit<FilterRecord, 'accountId'>;
 
@@ -50,10 +50,6 @@ export interface Filters {
   ): Promise<FilterAction | undefined>;
 }
 
-export const FILTERS_PER_PAGE = 25;
-export const MAX_FILTERS_PER_PAGE = 100;
-const FILTER_TYPES: readonly FilterType[] = ['email', 'domain', 'ip_address'];
-const FILTER_ACTIONS: readonly FilterAction[] = ['block', 'allow'];
 /** MX hosts whose addresses are matched against IP filters, as many as the prober tries. */
 const MX_HOSTS_FOR_IP_FILTERS = 3;
 
@@ -118,11 +114,11 @@ export function createFilters(ctx: ServiceContext): Filters {
       answering(async () => {
         const accountId = requireAccountRef(caller);
         const fields = requireObject(input, 'filter');
-        const type = requireOneOf(fields.type, 'filter_type', FILTER_TYPES);
-        const action = requireOneOf(fields.action, 'action', FILTER_ACTIONS);
-        const normalized = normalizeFilterValue(type, requireText(fields.value, 'value', 1024));
+        const type = filterTypeOf(fields.type);
+        const action = filterActionOf(fields.action);
+        const normalized = normalizeFilterValue(type, filterValueText(fields.value));
         if (!normalized.ok) throw invalidRequest('value', normalized.message);
-        const reason = optionalText(fields.reason, 'reason', 500);
+        const reason = filterReasonOf(fields.reason);
         // Memory would file a filter under any id and SQLite refuse it: both answer 404.
         await accountOf(ctx, accountId);
         const record: FilterRecord = {
@@ -151,16 +147,9 @@ export function createFilters(ctx: ServiceContext): Filters {
       answering(async () => {
         const accountId = requireAccountRef(caller);
         const fields = optionalObject(query, 'query');
-        const type =
-          fields.type === undefined
-            ? undefined
-            : requireOneOf(fields.type, 'filter_type', FILTER_TYPES);
-        const page =
-          fields.page === undefined ? 1 : requireInteger(fields.page, 'page', 1, 1_000_000);
-        const perPage =
-          fields.perPage === undefined
-            ? FILTERS_PER_PAGE
-            : requireInteger(fields.perPage, 'per_page', 1, MAX_FILTERS_PER_PAGE);
+        const type = fields.type === undefined ? undefined : filterTypeOf(fields.type);
+        const page = pageOf(fields.page);
+        const perPage = perPageOf(fields.perPage);
         await accountOf(ctx, accountId);
         const found = await store.listFilters(accountId, {
           ...optional('type', type),
@@ -173,7 +162,7 @@ export function createFilters(ctx: ServiceContext): Filters {
     deleteFilter: (caller, id) =>
       answering(async () => {
         const accountId = requireAccountRef(caller);
-        const filterId = requireText(id, 'id');
+        const filterId = requireId(id);
         if (!(await store.deleteFilter(accountId, filterId))) {
           throw new ServiceError('not_found', `No filter ${filterId}.`);
         }

@@ -28,7 +28,7 @@ export type {
   NewKey,
 } from './auth.js';
 export type { LedgerReceipt, ServiceVerifyOptions, ServiceVerifyResult } from './charging.js';
-export { FILTERS_PER_PAGE, MAX_FILTERS_PER_PAGE } from './filters.js';
+export { FILTERS_PER_PAGE, MAX_FILTERS_PER_PAGE } from './request-fields.js';
 export type { FilterInfo, FilterList, NewFilter } from './filters.js';
 // Batch jobs (issue 12).
 export type { BatchOptions, BatchWork } from './batch/batch.js';

@@ -9,8 +9,9 @@ import { invalidRequest, ServiceError } from './service-error.js';
  * no control character even in a quoted string), and a CR/LF or NUL let through would split a
  * log line, a CSV row or a header, or be cut short by a C string in a store.
  */
-// eslint-disable-next-line no-control-regex
-export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+export const CONTROL_CHARACTERS = '\\u0000-\\u001f\\u007f';
+/** One of CONTROL_CHARACTERS (the OpenAPI document's patterns are built from the same text). */
+export const CONTROL_CHARACTER = new RegExp(`[${CONTROL_CHARACTERS}]`);
 // eslint-disable-next-line no-control-regex
 const HEADER_BREAKING = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 

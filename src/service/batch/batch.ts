@@ -4,17 +4,11 @@ import type { AccountRef } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import type { Filters } from '../filters.js';
 import { invalidRequest, ServiceError } from '../service-error.js';
-import {
-  answering,
-  optionalObject,
-  requireAccountRef,
-  requireOneOf,
-  requireText,
-} from '../validate.js';
+import { requireId, resultsFormatOf } from '../request-fields.js';
+import { answering, optionalObject, requireAccountRef, requireText } from '../validate.js';
 import {
   baseUrlOf,
   notCompleted,
-  RESULTS_FORMATS,
   statusOf,
   streamResults,
   type BatchResults,
@@ -158,7 +152,7 @@ export function createBatches(
   /** The caller's own job, or 404: another account's id is as unknown as a made-up one. */
   async function jobFor(caller: unknown, id: unknown) {
     const accountId = requireAccountRef(caller);
-    const jobId = requireText(id, 'id', 100);
+    const jobId = requireId(id);
     const job = await store.getJob(accountId, jobId);
     if (job === undefined) throw new ServiceError('not_found', `No batch ${jobId}.`);
     return job;
@@ -188,10 +182,7 @@ export function createBatches(
       answering(async () => {
         const job = await jobFor(caller, id);
         const fields = optionalObject(resultOptions, 'options');
-        const format =
-          fields.format === undefined
-            ? 'json'
-            : requireOneOf(fields.format, 'format', RESULTS_FORMATS);
+        const format = resultsFormatOf(fields.format);
         if (job.status !== 'completed') throw notCompleted(job, baseUrl);
         return streamResults(store, job, format);
       }),

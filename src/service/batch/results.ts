@@ -1,10 +1,10 @@
 import { DETAILED_FIELDS } from '../../format/shapes.js';
 import type { JobRecord, Store } from '../../ports/store.js';
+import type { ResultsFormat } from '../request-fields.js';
 import { ServiceError } from '../service-error.js';
 import type { BatchEvent } from './webhooks.js';
 
-export type ResultsFormat = 'json' | 'csv' | 'ndjson';
-export const RESULTS_FORMATS: readonly ResultsFormat[] = ['json', 'csv', 'ndjson'];
+export type { ResultsFormat };
 export const RESULTS_CONTENT_TYPES: Readonly<Record<ResultsFormat, string>> = {
   json: 'application/json',
   csv: 'text/csv; charset=utf-8',

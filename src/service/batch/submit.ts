@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { firstAnswer } from '../idempotency.js';
 import type { ParseResult } from '../../address/parse.js';
 import { FILTER_VERDICTS, fixedVerdict } from '../../engine/fixed-verdict.js';
-import { METHOD_NAMES, type MethodName } from '../../engine/methods.js';
+import type { MethodName } from '../../engine/methods.js';
 import { testAddressVerdict } from '../../engine/test-addresses.js';
 import type { Verdict } from '../../engine/verdict.js';
 import { toDetailed } from '../../format/shapes.js';
@@ -17,22 +17,16 @@ import { randomBase62 } from '../api-keys.js';
 import type { ServiceContext } from '../context.js';
 import { domainChain, emailKey } from '../filter-values.js';
 import { SERVICE_REF_PREFIX } from '../../store/rules/ledger.js';
-import { invalidRequest, ServiceError } from '../service-error.js';
+import { methodOf, requestIdOf, requireEmails } from '../request-fields.js';
+import { ServiceError } from '../service-error.js';
 import {
-  MAX_EMAIL_INPUT_LENGTH,
   optionalObject,
   requireAccountRef,
   requireObject,
-  requireOneOf,
-  requireText,
   requireUsableMethod,
 } from '../validate.js';
 import { requireCallbackUrl, type CallbackPolicy } from './callback-url.js';
 
-/** Most addresses one batch takes (DESIGN 5.5). */
-export const MAX_BATCH_EMAILS = 50_000;
-/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** Filter values looked up per store read at submission. */
 const FILTER_LOOKUP_CHUNK = 500;
 
@@ -151,19 +145,13 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
     const accountId = requireAccountRef(caller);
     const fields = requireObject(input, 'batch');
     const emails = requireEmails(fields.emails);
-    const method =
-      fields.method === undefined
-        ? 'standard'
-        : requireOneOf(fields.method, 'method', METHOD_NAMES);
+    const method = methodOf(fields.method);
     const callbackUrl = requireCallbackUrl(
       fields.callbackUrl ?? fields.callback_url,
       settings.callbackPolicy,
     );
     const options = optionalObject(submitOptions, 'options');
-    const requestId =
-      options.requestId === undefined
-        ? undefined
-        : requireText(options.requestId, 'request_id', 255);
+    const requestId = options.requestId === undefined ? undefined : requestIdOf(options.requestId);
 
     const fingerprint = requestId === undefined ? '' : fingerprintOf(method, callbackUrl, emails);
     if (requestId !== undefined) {
@@ -256,35 +244,6 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
     settings.start(outcome.job);
     return created;
   };
-}
-
-/** 1 to MAX_BATCH_EMAILS strings, each a possible address, else `invalid_request` on `emails`. */
-function requireEmails(value: unknown): string[] {
-  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_BATCH_EMAILS) {
-    throw invalidRequest('emails', `emails must be a list of 1 to ${MAX_BATCH_EMAILS} addresses`);
-  }
-  const emails: string[] = new Array<string>(value.length);
-  for (let i = 0; i < value.length; i++) {
-    const email: unknown = value[i];
-    if (typeof email !== 'string' || email.length === 0 || email.length > MAX_EMAIL_INPUT_LENGTH) {
-      throw invalidRequest(
-        'emails',
-        `emails[${i}] must be a string of 1 to ${MAX_EMAIL_INPUT_LENGTH} characters`,
-      );
-    }
-    // C0, DEL and C1 (U+0080-U+009F, NEL among them): every Unicode control character.
-    // eslint-disable-next-line no-control-regex
-    if (/[\u0000-\u001f\u007f-\u009f]/.test(email)) {
-      throw invalidRequest('emails', `emails[${i}] contains a control character`);
-    }
-    // JSON can spell a lone surrogate (`"\ud800@x.org"`), which is no text: SQLite stored it as
-    // U+FFFD and verified that as deliverable, where the memory store said invalid_email.
-    if (LONE_SURROGATE.test(email)) {
-      throw invalidRequest('emails', `emails[${i}] is not well-formed Unicode (a lone surrogate)`);
-    }
-    emails[i] = email;
-  }
-  return emails;
 }
 
 function fingerprintOf(method: string, callbackUrl: string | null, emails: readonly string[]) {
