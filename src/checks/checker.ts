@@ -23,21 +23,23 @@ export type CheckName =
 export type FindingStatus = 'pass' | 'fail' | 'risky' | 'unknown' | 'skipped';
 
 /** Risk factors a verdict may carry. A closed set: users filter on them. */
-export type RiskFactor =
-  | 'disposable'
-  | 'role'
-  | 'free'
-  | 'no_reply'
-  | 'confusable'
-  | 'no_mx'
-  | 'nxdomain'
-  | 'null_mx'
-  | 'catch_all'
-  | 'mailbox_full'
-  | 'smtp_rejected'
-  | 'greylisted'
-  | 'possible_typo'
-  | 'dns_unavailable';
+export const RISK_FACTORS = [
+  'disposable',
+  'role',
+  'free',
+  'no_reply',
+  'confusable',
+  'no_mx',
+  'nxdomain',
+  'null_mx',
+  'catch_all',
+  'mailbox_full',
+  'smtp_rejected',
+  'greylisted',
+  'possible_typo',
+  'dns_unavailable',
+] as const;
+export type RiskFactor = (typeof RISK_FACTORS)[number];
 
 /** What one checker found: a status, a snake_case code and the factor it raises, if any. */
 export interface Finding {

@@ -1,7 +1,8 @@
 import type { RiskFactor } from '../checks/checker.js';
 
 /** The three verdicts. */
-export type State = 'deliverable' | 'undeliverable' | 'risky';
+export const STATES = ['deliverable', 'undeliverable', 'risky'] as const;
+export type State = (typeof STATES)[number];
 
 /**
  * How much evidence the verdict rests on: a syntax-and-lists verdict (DNS offline), a DNS-

@@ -3,21 +3,25 @@ import type { CheckName, Finding, RiskFactor } from '../checks/checker.js';
 import type { MethodName } from './methods.js';
 import type { State } from './score.js';
 
-/** The one reason code of a verdict (DESIGN 2.3). A closed set: users switch on it. */
-export type Reason =
-  | 'accepted_email'
-  | 'rejected_email'
-  | 'invalid_email'
-  | 'invalid_domain'
-  | 'invalid_smtp'
-  | 'low_quality'
-  | 'low_deliverability'
-  | 'no_connect'
-  | 'timeout'
-  | 'unavailable_smtp'
-  | 'unexpected_error'
-  | 'blocked_by_filter'
-  | 'allowed_by_filter';
+/** Every reason code a verdict may give: a closed set, which users switch on. */
+export const REASONS = [
+  'accepted_email',
+  'rejected_email',
+  'invalid_email',
+  'invalid_domain',
+  'invalid_smtp',
+  'low_quality',
+  'low_deliverability',
+  'no_connect',
+  'timeout',
+  'unavailable_smtp',
+  'unexpected_error',
+  'blocked_by_filter',
+  'allowed_by_filter',
+] as const;
+
+/** The one reason code of a verdict. */
+export type Reason = (typeof REASONS)[number];
 
 /** Reasons that mean "we could not find out": refunded, never held against the address. */
 export const UNKNOWN_REASONS: ReadonlySet<Reason> = new Set([

@@ -30,12 +30,17 @@ export interface DetailedResult extends CompactResult {
 
 export type DetailedField = keyof DetailedResult;
 
-/** Every field `fields=` may name, in the detailed shape's order. */
-export const DETAILED_FIELDS: readonly DetailedField[] = [
+/** The compact shape's fields, in order: the first of the detailed shape's too. */
+export const COMPACT_FIELDS = [
   'email',
   'state',
   'score',
   'reason',
+] as const satisfies readonly (keyof CompactResult)[];
+
+/** Every field `fields=` may name, in the detailed shape's order. */
+export const DETAILED_FIELDS: readonly DetailedField[] = [
+  ...COMPACT_FIELDS,
   'domain',
   'user',
   'mx_record',
@@ -50,10 +55,13 @@ export const DETAILED_FIELDS: readonly DetailedField[] = [
   'duration',
 ];
 
-/** Shape B (DESIGN 2.4): a status and a deliverability, plus the flags and factors. */
+/** Shape B's status: only an undeliverable address is invalid. */
+export const SHAPE_B_STATUSES = ['valid', 'invalid'] as const;
+
+/** Shape B: a status and a deliverability, plus the flags and factors. */
 export interface ShapeBResult {
   email: string;
-  status: 'valid' | 'invalid';
+  status: (typeof SHAPE_B_STATUSES)[number];
   score: number;
   deliverability: State;
   disposable: boolean | null;
@@ -65,6 +73,24 @@ export interface ShapeBResult {
   site_source?: string;
   duration: number;
 }
+
+/** Shape B's fields, in order; every one is always present but SHAPE_B_OPTIONAL's. */
+export const SHAPE_B_FIELDS: readonly (keyof ShapeBResult)[] = [
+  'email',
+  'status',
+  'score',
+  'deliverability',
+  'disposable',
+  'role',
+  'free',
+  'catch_all',
+  'risk_factors',
+  'did_you_mean',
+  'site_source',
+  'duration',
+];
+/** Present only when the request gave one. */
+export const SHAPE_B_OPTIONAL: readonly (keyof ShapeBResult)[] = ['site_source'];
 
 /** A `fields` selection named a field that does not exist. */
 export class UnknownFieldError extends Error {

@@ -1,10 +1,8 @@
 import type { Exchange } from './exchange.js';
-import { readQuery } from './query.js';
 import { json, type Reply } from './responses.js';
 
 /** GET /v1/account: the account object of DESIGN 5.3. */
 export async function accountRoute(exchange: Exchange): Promise<Reply> {
-  const query = readQuery(exchange.url, ['api_key']);
-  const caller = await exchange.authenticate('account', query.get('api_key'));
+  const caller = await exchange.authenticate('account', exchange.query.get('api_key'));
   return json(200, await exchange.service.account(caller));
 }

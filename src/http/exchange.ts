@@ -21,6 +21,8 @@ export interface HandlerConfig {
   readonly maxBodyBytes: number;
 }
 
+const NO_PARAMETERS: ReadonlyMap<string, string> = new Map();
+
 /** One request on its way through the handler, and what it learned about its caller. */
 export class Exchange {
   /** Set once the key is identified and admitted. */
@@ -34,6 +36,8 @@ export class Exchange {
   authenticated = false;
   /** The page origin a public key's answer may be read by (CORS), once the key admitted it. */
   corsOrigin: string | undefined;
+  /** The query parameters, each one its operation takes (routes.ts), read before the route. */
+  query: ReadonlyMap<string, string> = NO_PARAMETERS;
 
   constructor(
     readonly request: HandlerRequest,

@@ -10,6 +10,15 @@ import { OPENAPI_DOCUMENT } from './openapi.js';
 import { operationsRoutes, type OperationsOptions } from './operations.js';
 import { MAX_BODY_BYTES } from './request-body.js';
 import { errorReply, HttpError, rateLimitHeaders, toResponse, type Reply } from './responses.js';
+import { readQuery } from './query.js';
+import {
+  matchRoute,
+  ROUTES,
+  type Operation,
+  type OperationId,
+  type RouteName,
+  type RouteSpec,
+} from './routes.js';
 import { verifyRoute } from './verify-route.js';
 
 export interface HandlerOptions {
@@ -61,53 +70,59 @@ export const REPLY_HANDLER: unique symbol = Symbol.for('mailverdict.replyHandler
 export type ReplyHandler = (request: HandlerRequest) => Promise<Reply>;
 
 type RouteHandler = (exchange: Exchange, id: string) => Promise<Reply>;
+
+/** What answers each operation of the route table; the compiler asks for one per operation. */
+const HANDLERS: Readonly<Record<OperationId, RouteHandler>> = {
+  verify: verifyRoute,
+  submitBatch: submitBatchRoute,
+  batchStatus: batchStatusRoute,
+  batchResults: batchResultsRoute,
+  listFilters: listFiltersRoute,
+  createFilter: createFilterRoute,
+  deleteFilter: deleteFilterRoute,
+  account: accountRoute,
+  openapi: async () => openApiReply(),
+};
+
+/** A method of a route as dispatched: its operation in the table (none for /health and co). */
+interface Method {
+  readonly operation: Operation | undefined;
+  readonly handle: RouteHandler;
+}
+
 interface Route {
   /** The route's name, for metrics: never the path, whose ids would make a label per job. */
   readonly name: string;
   /** The methods and what each does; OPTIONS is answered for every route. */
-  readonly methods: Readonly<Record<string, RouteHandler>>;
+  readonly methods: Readonly<Record<string, Method>>;
   readonly allow: string;
 }
 
-function route(name: string, methods: Record<string, RouteHandler>): Route {
+function route(name: string, methods: Record<string, Method>): Route {
   // RFC 9110 9.3.2: HEAD is GET without the content, wherever GET is.
   const all =
     methods.GET === undefined ? methods : { GET: methods.GET, HEAD: methods.GET, ...methods };
   return { name, methods: all, allow: [...Object.keys(all), 'OPTIONS'].join(', ') };
 }
 
-const ROUTES = {
-  verify: route('verify', { GET: verifyRoute, POST: submitBatchRoute }),
-  batch: route('batch', { GET: batchStatusRoute }),
-  results: route('batch_results', { GET: batchResultsRoute }),
-  filters: route('filters', { GET: listFiltersRoute, POST: createFilterRoute }),
-  filter: route('filter', { DELETE: deleteFilterRoute }),
-  account: route('account', { GET: accountRoute }),
-  openapi: route('openapi', { GET: async () => openApiReply() }),
-} as const;
+/** The route table (routes.ts), each operation with its handler. */
+const API = new Map<RouteName, Route>(
+  Object.entries(ROUTES).map(([name, spec]: [string, RouteSpec]) => {
+    const methods: Record<string, Method> = {};
+    for (const [method, operation] of Object.entries(spec.operations)) {
+      methods[method] = { operation, handle: HANDLERS[operation.operationId as OperationId] };
+    }
+    return [name as RouteName, route(name, methods)];
+  }),
+);
 
 /** Methods a metrics label may name; any other is `other`, so no client mints labels. */
 const METHOD_LABELS = new Set(['GET', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PUT', 'PATCH']);
 
 /** The route a path names and the id segment in it, or undefined (404). */
 function match(pathname: string): { route: Route; id: string } | undefined {
-  const segments = pathname.split('/');
-  if (segments[0] !== '' || segments[1] !== 'v1') return undefined;
-  const [, , name, id, tail, ...rest] = segments;
-  if (rest.length > 0 || id === '' || tail === '') return undefined;
-  if (name === 'verify') {
-    if (id === undefined) return { route: ROUTES.verify, id: '' };
-    if (tail === undefined) return { route: ROUTES.batch, id };
-    return tail === 'results' ? { route: ROUTES.results, id } : undefined;
-  }
-  if (tail !== undefined) return undefined;
-  if (name === 'filters') {
-    return id === undefined ? { route: ROUTES.filters, id: '' } : { route: ROUTES.filter, id };
-  }
-  if (id !== undefined) return undefined;
-  if (name === 'account') return { route: ROUTES.account, id: '' };
-  if (name === 'openapi.json') return { route: ROUTES.openapi, id: '' };
-  return undefined;
+  const found = matchRoute(pathname);
+  return found === undefined ? undefined : { route: API.get(found.name) as Route, id: found.id };
 }
 
 /**
@@ -142,7 +157,7 @@ export function createHandler(service: Service, options: HandlerOptions = {}): F
   const operations = new Map<string, Route>();
   if (options.operations !== undefined) {
     for (const [path, handle] of operationsRoutes(service, options.operations)) {
-      operations.set(path, route(path.slice(1), { GET: handle }));
+      operations.set(path, route(path.slice(1), { GET: { operation: undefined, handle } }));
     }
   }
   const observe = options.operations?.metrics?.observeRequest?.bind(options.operations.metrics);
@@ -199,8 +214,8 @@ async function dispatch(
   matched.route = found.route;
   const { method } = exchange.request;
   if (method === 'OPTIONS') return options(exchange, found.route);
-  const handle = found.route.methods[method];
-  if (handle === undefined) {
+  const handling = found.route.methods[method];
+  if (handling === undefined) {
     throw new HttpError(
       405,
       'method_not_allowed',
@@ -209,7 +224,11 @@ async function dispatch(
       { allow: found.route.allow },
     );
   }
-  return handle(exchange, found.id);
+  // Unknown and repeated parameters are refused here, before the route reads any, by the
+  // table the document lists them from.
+  const query = handling.operation?.query;
+  if (query !== undefined) exchange.query = readQuery(exchange.url, query);
+  return handling.handle(exchange, found.id);
 }
 
 const UTF8 = new TextEncoder();
@@ -232,7 +251,7 @@ async function withoutContent(reply: Reply): Promise<Reply> {
 function options(exchange: Exchange, found: Route): Reply {
   const { headers } = exchange.request;
   const origin = headers.get('origin');
-  if (found === ROUTES.verify && origin !== null && exchange.config.cors) {
+  if (found === API.get('verify') && origin !== null && exchange.config.cors) {
     return preflightReply(origin, headers.get('access-control-request-method'), found.allow);
   }
   return { status: 204, headers: { allow: found.allow }, body: null };

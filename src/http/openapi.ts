@@ -1,14 +1,62 @@
 /**
- * The OpenAPI 3.1 document of the /v1 API (DESIGN 7), served at GET /v1/openapi.json and
- * tested against the handler's real answers (test/http/openapi.test.ts): every status a route
- * can answer is listed under it, each body with its schema (JSON Schema 2020-12).
+ * The OpenAPI 3.1 document of the /v1 API, served at GET /v1/openapi.json. It is built, not
+ * written: its paths, methods and parameters come from the route table (routes.ts), and every
+ * limit, enum and field list from the constant the code checks or answers by, so that the
+ * document cannot say one thing while the code does another. Tests hold the handler's real
+ * answers to it, and the requests they send (test/http/helpers.ts), both ways: what the server
+ * accepts the document allows, and what the document forbids the server refuses.
+ *
+ * The schemas under components keep their names: clients generate their types from them.
  */
-import { DETAILED_FIELDS } from '../format/shapes.js';
+import { RISK_FACTORS } from '../checks/checker.js';
+import { METHOD_NAMES } from '../engine/methods.js';
+import { STATES } from '../engine/score.js';
+import { REASONS } from '../engine/verdict.js';
+import {
+  COMPACT_FIELDS,
+  DETAILED_FIELDS,
+  SHAPE_B_FIELDS,
+  SHAPE_B_OPTIONAL,
+  SHAPE_B_STATUSES,
+  type DetailedField,
+} from '../format/shapes.js';
+import { JOB_STATUSES } from '../ports/batch-store.js';
+import { MAX_CALLBACK_URL_LENGTH } from '../service/batch/callback-url.js';
+import { PLAN_NAMES } from '../service/plans.js';
+import {
+  FILTER_ACTIONS,
+  FILTER_TYPES,
+  ID_PATTERN,
+  MAX_BATCH_EMAILS,
+  MAX_FILTER_PAGE,
+  MAX_FILTER_REASON_LENGTH,
+  MAX_FILTER_VALUE_LENGTH,
+  MAX_FILTERS_PER_PAGE,
+  MAX_REQUEST_ID_LENGTH,
+  RESULTS_FORMATS,
+  UNICODE_CONTROLS,
+} from '../service/request-fields.js';
+import { CONTROL_CHARACTERS, MAX_EMAIL_INPUT_LENGTH } from '../service/validate.js';
+import { MAX_QUERY_LENGTH } from './query.js';
+import { MAX_BODY_BYTES } from './request-body.js';
+import {
+  REQUEST_BODIES,
+  ROUTES,
+  type Operation,
+  type OperationId,
+  type QueryParameter,
+  type RequestBodyName,
+  type RouteName,
+  type RouteSpec,
+} from './routes.js';
+import { MAX_SITE_SOURCE_LENGTH } from './verify-route.js';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` }) as const;
 const response = (name: string) => ({ $ref: `#/components/responses/${name}` }) as const;
 const nullable = (type: string) => ({ type: [type, 'null'] }) as const;
 const snake = { type: 'string', pattern: '^[a-z][a-z0-9_]*$' } as const;
+/** Text without C0 controls or DEL, which the service refuses in every text field it keeps. */
+const NO_CONTROL_CHARACTERS = `^[^${CONTROL_CHARACTERS}]*$`;
 
 const RATE_LIMIT_HEADERS = {
   'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' },
@@ -32,10 +80,264 @@ const AUTHENTICATED_ERRORS = {
   '500': response('InternalError'),
 } as const;
 
-const apiKeyParameter = { $ref: '#/components/parameters/api_key' } as const;
-const idPath = { $ref: '#/components/parameters/id' } as const;
+/** What a POST with a JSON body may answer besides. */
+const BODY_ERRORS = {
+  '413': response('PayloadTooLarge'),
+  '415': response('UnsupportedMediaType'),
+} as const;
 
-const DETAILED_PROPERTIES = {
+/**
+ * `fields=`: names of the detailed shape separated by commas, blanks around each allowed (the
+ * handler trims them), an empty one skipped. Each name is followed by blanks or a comma only,
+ * so the pattern has one way to match any text.
+ */
+const FIELDS_PATTERN = (() => {
+  const name = `(?:${DETAILED_FIELDS.join('|')})`;
+  return `^\\s*(?:${name}\\s*)?(?:,\\s*(?:${name}\\s*)?)*$`;
+})();
+
+/** Each query parameter as the code checks it; the route table says which operation takes it. */
+const QUERY_PARAMETERS: Readonly<Record<QueryParameter, object>> = {
+  email: {
+    name: 'email',
+    in: 'query',
+    required: true,
+    description:
+      'Any string, UTF-8 once percent-decoded: one that is no address gets an ' +
+      '`invalid_email` verdict, charged as any verdict is. Missing, repeated or not ' +
+      'UTF-8 is a 400.',
+    schema: { type: 'string', minLength: 1 },
+  },
+  method: { name: 'method', in: 'query', schema: ref('Method') },
+  detailed: { name: 'detailed', in: 'query', schema: { type: 'boolean' } },
+  fields: {
+    name: 'fields',
+    in: 'query',
+    description: 'Comma-separated fields of the detailed shape; `email` is always included.',
+    schema: { type: 'string', pattern: FIELDS_PATTERN },
+  },
+  smtp: {
+    name: 'smtp',
+    in: 'query',
+    description: 'Form B: true (default) is the smtp method, false the standard one.',
+    schema: { type: 'boolean' },
+  },
+  site_source: {
+    name: 'site_source',
+    in: 'query',
+    description: 'Form B: echoed back.',
+    schema: { type: 'string', maxLength: MAX_SITE_SOURCE_LENGTH, pattern: NO_CONTROL_CHARACTERS },
+  },
+  format: { name: 'format', in: 'query', schema: { enum: RESULTS_FORMATS } },
+  filter_type: { name: 'filter_type', in: 'query', schema: ref('FilterType') },
+  page: {
+    name: 'page',
+    in: 'query',
+    schema: { type: 'integer', minimum: 1, maximum: MAX_FILTER_PAGE },
+  },
+  per_page: {
+    name: 'per_page',
+    in: 'query',
+    schema: { type: 'integer', minimum: 1, maximum: MAX_FILTERS_PER_PAGE },
+  },
+  api_key: { $ref: '#/components/parameters/api_key' },
+};
+
+/** What an operation does and answers; its parameters and body come from the route table. */
+interface OperationDoc {
+  readonly summary: string;
+  readonly description?: string;
+  readonly security?: readonly unknown[];
+  readonly responses: Readonly<Record<string, unknown>>;
+}
+
+const OPERATIONS: Readonly<Record<OperationId, OperationDoc>> = {
+  verify: {
+    summary: 'Verify one address',
+    description:
+      'Shape A (`method`, `detailed`, `fields`) unless a form B parameter (`smtp`, ' +
+      '`site_source`) is present, then shape B. Public keys may call this from a browser ' +
+      'page on one of their trusted domains (CORS).',
+    responses: {
+      '200': jsonBody(
+        {
+          anyOf: [
+            ref('CompactResult'),
+            ref('DetailedResult'),
+            ref('SelectedResult'),
+            ref('ShapeBResult'),
+          ],
+        },
+        'The verdict.',
+      ),
+      ...AUTHENTICATED_ERRORS,
+      '402': response('InsufficientCredits'),
+      '409': response('Conflict'),
+    },
+  },
+  submitBatch: {
+    summary: 'Submit a batch of addresses',
+    responses: {
+      '202': jsonBody(ref('BatchSubmitted'), 'The job was accepted.'),
+      ...AUTHENTICATED_ERRORS,
+      '402': response('InsufficientCredits'),
+      '409': response('Conflict'),
+      ...BODY_ERRORS,
+    },
+  },
+  batchStatus: {
+    summary: "A batch job's progress",
+    responses: {
+      '200': jsonBody(ref('BatchStatus'), 'The job.'),
+      ...AUTHENTICATED_ERRORS,
+      '404': response('NotFound'),
+    },
+  },
+  batchResults: {
+    summary: "A completed batch's results, streamed",
+    description:
+      'Every record in input order, each the detailed shape (plus `duplicate: true` where ' +
+      'the address repeats an earlier one). JSON by default; CSV or NDJSON by `format=` or Accept.',
+    responses: {
+      '200': {
+        description: 'The records.',
+        headers: RATE_LIMIT_HEADERS,
+        content: {
+          'application/json': { schema: ref('BatchResults') },
+          'text/csv': { schema: { type: 'string' } },
+          'application/x-ndjson': { schema: { type: 'string' } },
+        },
+      },
+      ...AUTHENTICATED_ERRORS,
+      '404': response('NotFound'),
+      '409': response('BatchNotCompleted'),
+    },
+  },
+  listFilters: {
+    summary: "The account's filters, paged, in a stable order",
+    responses: {
+      '200': jsonBody(ref('FilterList'), 'A page of filters.'),
+      ...AUTHENTICATED_ERRORS,
+    },
+  },
+  createFilter: {
+    summary: 'Add a block or allow filter',
+    responses: {
+      '201': jsonBody(ref('Filter'), 'The filter.'),
+      ...AUTHENTICATED_ERRORS,
+      '409': response('Conflict'),
+      ...BODY_ERRORS,
+    },
+  },
+  deleteFilter: {
+    summary: 'Remove a filter',
+    responses: {
+      '200': jsonBody(ref('Deleted'), 'The filter is gone.'),
+      ...AUTHENTICATED_ERRORS,
+      '404': response('NotFound'),
+    },
+  },
+  account: {
+    summary: 'Plan, credits, rate limit and billing period',
+    responses: {
+      '200': jsonBody(ref('Account'), 'The account.'),
+      ...AUTHENTICATED_ERRORS,
+    },
+  },
+  openapi: {
+    summary: 'This document',
+    security: [],
+    responses: {
+      '200': {
+        description: 'The OpenAPI document.',
+        content: { 'application/json': { schema: { type: 'object' } } },
+      },
+      '405': response('MethodNotAllowed'),
+    },
+  },
+};
+
+/** Methods a path item has beyond the table's: the CORS preflight public keys' pages send. */
+const EXTRA_METHODS: Readonly<Partial<Record<RouteName, Record<string, object>>>> = {
+  verify: {
+    options: {
+      operationId: 'verifyPreflight',
+      summary: 'CORS preflight for GET /v1/verify',
+      security: [],
+      responses: { '204': { description: 'The methods and headers a page may use.' } },
+    },
+  },
+};
+
+/** One operation of the table, documented: path id, query parameters, header, body. */
+function operationOf(path: string, operation: Operation): Record<string, unknown> {
+  const { summary, description, security, responses } = OPERATIONS[
+    operation.operationId as OperationId
+  ] as OperationDoc;
+  const parameters: unknown[] = [];
+  if (path.includes('{id}')) parameters.push({ $ref: '#/components/parameters/id' });
+  for (const name of operation.query ?? []) parameters.push(QUERY_PARAMETERS[name]);
+  if (operation.idempotencyKey === true) {
+    parameters.push({ $ref: '#/components/parameters/Idempotency-Key' });
+  }
+  return {
+    operationId: operation.operationId,
+    summary,
+    ...(description === undefined ? {} : { description }),
+    ...(parameters.length === 0 ? {} : { parameters }),
+    ...(security === undefined ? {} : { security }),
+    ...(operation.body === undefined
+      ? {}
+      : {
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: ref(operation.body) } },
+          },
+        }),
+    responses,
+  };
+}
+
+/**
+ * A path item with HEAD beside its GET (RFC 9110 9.3.2: the GET's status and headers, no
+ * content), as the handler answers it.
+ */
+function withHead(item: Record<string, unknown>): Record<string, unknown> {
+  const get = item.get as Record<string, unknown> | undefined;
+  if (get === undefined) return item;
+  const { operationId, summary, parameters, security, responses } = get;
+  return {
+    ...item,
+    head: {
+      operationId: `${String(operationId)}Head`,
+      summary: `${String(summary)}: headers only`,
+      description: 'The answer GET would give (status and headers), without its content.',
+      ...(parameters === undefined ? {} : { parameters }),
+      ...(security === undefined ? {} : { security }),
+      responses: Object.fromEntries(
+        Object.keys(responses as object).map((status) => [
+          status,
+          { description: `As GET's ${status}, without content.` },
+        ]),
+      ),
+    },
+  };
+}
+
+function pathsOf(): Record<string, unknown> {
+  const paths: Record<string, unknown> = {};
+  for (const [name, route] of Object.entries(ROUTES) as [RouteName, RouteSpec][]) {
+    const item: Record<string, unknown> = {};
+    for (const [method, operation] of Object.entries(route.operations)) {
+      item[method.toLowerCase()] = operationOf(route.path, operation);
+    }
+    paths[route.path] = withHead({ ...item, ...EXTRA_METHODS[name] });
+  }
+  return paths;
+}
+
+/** Every field of the detailed shape (null when its check did not run). */
+const DETAILED_PROPERTIES: Readonly<Record<DetailedField, object>> = {
   email: { type: 'string' },
   state: ref('State'),
   score: { type: 'integer', minimum: 0, maximum: 100 },
@@ -52,43 +354,100 @@ const DETAILED_PROPERTIES = {
   no_reply: nullable('boolean'),
   did_you_mean: nullable('string'),
   duration: { type: 'number', minimum: 0, description: 'Seconds the verification took.' },
+};
+
+/** The properties of `fields`, in their order, from a table of them all. */
+function pick<F extends string>(
+  fields: readonly F[],
+  all: Readonly<Record<F, object>>,
+): Record<string, object> {
+  return Object.fromEntries(fields.map((field) => [field, all[field]]));
+}
+
+/** The JSON bodies of the route table, each field as the service checks it. */
+const REQUEST_BODY_FIELDS: {
+  readonly [B in RequestBodyName]: Readonly<Record<(typeof REQUEST_BODIES)[B][number], object>>;
+} = {
+  BatchRequest: {
+    emails: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_BATCH_EMAILS,
+      items: {
+        type: 'string',
+        minLength: 1,
+        maxLength: MAX_EMAIL_INPUT_LENGTH,
+        pattern: `^[^${UNICODE_CONTROLS}]*$`,
+      },
+    },
+    method: ref('Method'),
+    callback_url: {
+      type: ['string', 'null'],
+      format: 'uri',
+      maxLength: MAX_CALLBACK_URL_LENGTH,
+      description:
+        'Where the completion webhook goes: https (http only where the server allows it), ' +
+        'to a public address. Null or absent: no webhook.',
+    },
+  },
+  NewFilter: {
+    value: {
+      type: 'string',
+      minLength: 1,
+      maxLength: MAX_FILTER_VALUE_LENGTH,
+      pattern: NO_CONTROL_CHARACTERS,
+    },
+    filter_type: ref('FilterType'),
+    action: ref('FilterAction'),
+    reason: {
+      type: ['string', 'null'],
+      minLength: 1,
+      maxLength: MAX_FILTER_REASON_LENGTH,
+      pattern: NO_CONTROL_CHARACTERS,
+    },
+  },
+};
+
+/** Which fields of each body must be there. */
+const REQUIRED_FIELDS: { readonly [B in RequestBodyName]: readonly string[] } = {
+  BatchRequest: ['emails'],
+  NewFilter: ['value', 'filter_type', 'action'],
+};
+
+function requestBodySchemas(): Record<string, object> {
+  return Object.fromEntries(
+    (Object.keys(REQUEST_BODIES) as RequestBodyName[]).map((name) => [
+      name,
+      {
+        type: 'object',
+        additionalProperties: false,
+        required: REQUIRED_FIELDS[name],
+        properties: pick<string>(
+          REQUEST_BODIES[name],
+          REQUEST_BODY_FIELDS[name] as Record<string, object>,
+        ),
+      },
+    ]),
+  );
+}
+
+const SHAPE_B_PROPERTIES = {
+  email: { type: 'string' },
+  status: { enum: SHAPE_B_STATUSES },
+  score: DETAILED_PROPERTIES.score,
+  deliverability: ref('State'),
+  disposable: nullable('boolean'),
+  role: nullable('boolean'),
+  free: nullable('boolean'),
+  catch_all: nullable('boolean'),
+  risk_factors: { type: 'array', items: ref('RiskFactor') },
+  site_source: { type: 'string' },
+  did_you_mean: nullable('string'),
+  duration: DETAILED_PROPERTIES.duration,
 } as const;
 
-/** Every field of the detailed shape is always present (null when its check did not run). */
-const DETAILED_REQUIRED = DETAILED_FIELDS;
-
-/** An operation as withHead reads it. */
-interface GetOperation {
-  readonly operationId: string;
-  readonly summary: string;
-  readonly parameters?: readonly unknown[];
-  readonly security?: readonly unknown[];
-  readonly responses: Readonly<Record<string, unknown>>;
-}
-
-/**
- * A path item with HEAD beside its GET (RFC 9110 9.3.2: the GET's status and headers, no
- * content), as the handler answers it.
- */
-function withHead<T extends { readonly get: GetOperation }>(item: T): T & { head: object } {
-  const { operationId, summary, parameters, security, responses } = item.get;
-  return {
-    ...item,
-    head: {
-      operationId: `${operationId}Head`,
-      summary: `${summary}: headers only`,
-      description: 'The answer GET would give (status and headers), without its content.',
-      ...(parameters === undefined ? {} : { parameters }),
-      ...(security === undefined ? {} : { security }),
-      responses: Object.fromEntries(
-        Object.keys(responses).map((status) => [
-          status,
-          { description: `As GET's ${status}, without content.` },
-        ]),
-      ),
-    },
-  };
-}
+const count = { type: 'integer', minimum: 0 } as const;
+const percent = { type: 'number', minimum: 0, maximum: 100 } as const;
 
 export const OPENAPI_DOCUMENT = {
   openapi: '3.1.0',
@@ -99,210 +458,15 @@ export const OPENAPI_DOCUMENT = {
       'Verify email addresses one at a time or in batches, with API keys, plans and rate ' +
       'limits, a credits ledger and block/allow filters. Every error is the JSON envelope ' +
       '`{error, message, ...context}`; every answer to an identified key carries ' +
-      'X-RateLimit-Limit (per minute), X-RateLimit-Remaining and X-RateLimit-Reset (Unix seconds).',
+      'X-RateLimit-Limit (per minute), X-RateLimit-Remaining and X-RateLimit-Reset (Unix ' +
+      `seconds). A query string is at most ${MAX_QUERY_LENGTH} characters and takes only ` +
+      'the parameters listed, each once; a JSON body is at most ' +
+      `${MAX_BODY_BYTES} bytes by default and takes only the fields listed.`,
     license: { name: 'MIT', identifier: 'MIT' },
   },
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   security: [{ bearer: [] }, { apiKey: [] }],
-  paths: {
-    '/v1/verify': withHead({
-      get: {
-        operationId: 'verify',
-        summary: 'Verify one address',
-        description:
-          'Shape A (`method`, `detailed`, `fields`) unless a form B parameter (`smtp`, ' +
-          '`site_source`) is present, then shape B. Public keys may call this from a browser ' +
-          'page on one of their trusted domains (CORS).',
-        parameters: [
-          {
-            name: 'email',
-            in: 'query',
-            required: true,
-            description:
-              'Any string, UTF-8 once percent-decoded: one that is no address gets an ' +
-              '`invalid_email` verdict, charged as any verdict is. Missing, repeated or not ' +
-              'UTF-8 is a 400.',
-            schema: { type: 'string', minLength: 1 },
-          },
-          { name: 'method', in: 'query', schema: ref('Method') },
-          { name: 'detailed', in: 'query', schema: { type: 'boolean' } },
-          {
-            name: 'fields',
-            in: 'query',
-            description:
-              'Comma-separated fields of the detailed shape; `email` is always included.',
-            schema: { type: 'string' },
-          },
-          {
-            name: 'smtp',
-            in: 'query',
-            description: 'Form B: true (default) is the smtp method, false the standard one.',
-            schema: { type: 'boolean' },
-          },
-          {
-            name: 'site_source',
-            in: 'query',
-            description: 'Form B: echoed back.',
-            schema: { type: 'string', maxLength: 500 },
-          },
-          apiKeyParameter,
-          { $ref: '#/components/parameters/Idempotency-Key' },
-        ],
-        responses: {
-          '200': jsonBody(
-            {
-              anyOf: [
-                ref('CompactResult'),
-                ref('DetailedResult'),
-                ref('SelectedResult'),
-                ref('ShapeBResult'),
-              ],
-            },
-            'The verdict.',
-          ),
-          ...AUTHENTICATED_ERRORS,
-          '402': response('InsufficientCredits'),
-          '409': response('Conflict'),
-        },
-      },
-      post: {
-        operationId: 'submitBatch',
-        summary: 'Submit a batch of addresses',
-        parameters: [apiKeyParameter, { $ref: '#/components/parameters/Idempotency-Key' }],
-        requestBody: {
-          required: true,
-          content: { 'application/json': { schema: ref('BatchRequest') } },
-        },
-        responses: {
-          '202': jsonBody(ref('BatchSubmitted'), 'The job was accepted.'),
-          ...AUTHENTICATED_ERRORS,
-          '402': response('InsufficientCredits'),
-          '409': response('Conflict'),
-          '413': response('PayloadTooLarge'),
-          '415': response('UnsupportedMediaType'),
-        },
-      },
-      options: {
-        operationId: 'verifyPreflight',
-        summary: 'CORS preflight for GET /v1/verify',
-        security: [],
-        responses: { '204': { description: 'The methods and headers a page may use.' } },
-      },
-    }),
-    '/v1/verify/{id}': withHead({
-      get: {
-        operationId: 'batchStatus',
-        summary: "A batch job's progress",
-        parameters: [idPath, apiKeyParameter],
-        responses: {
-          '200': jsonBody(ref('BatchStatus'), 'The job.'),
-          ...AUTHENTICATED_ERRORS,
-          '404': response('NotFound'),
-        },
-      },
-    }),
-    '/v1/verify/{id}/results': withHead({
-      get: {
-        operationId: 'batchResults',
-        summary: "A completed batch's results, streamed",
-        description:
-          'Every record in input order, each the detailed shape (plus `duplicate: true` where ' +
-          'the address repeats an earlier one). JSON by default; CSV or NDJSON by `format=` or Accept.',
-        parameters: [
-          idPath,
-          { name: 'format', in: 'query', schema: { enum: ['json', 'csv', 'ndjson'] } },
-          apiKeyParameter,
-        ],
-        responses: {
-          '200': {
-            description: 'The records.',
-            headers: RATE_LIMIT_HEADERS,
-            content: {
-              'application/json': { schema: ref('BatchResults') },
-              'text/csv': { schema: { type: 'string' } },
-              'application/x-ndjson': { schema: { type: 'string' } },
-            },
-          },
-          ...AUTHENTICATED_ERRORS,
-          '404': response('NotFound'),
-          '409': response('BatchNotCompleted'),
-        },
-      },
-    }),
-    '/v1/filters': withHead({
-      get: {
-        operationId: 'listFilters',
-        summary: "The account's filters, paged, in a stable order",
-        parameters: [
-          { name: 'filter_type', in: 'query', schema: ref('FilterType') },
-          {
-            name: 'page',
-            in: 'query',
-            schema: { type: 'integer', minimum: 1, maximum: 1_000_000 },
-          },
-          { name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100 } },
-          apiKeyParameter,
-        ],
-        responses: {
-          '200': jsonBody(ref('FilterList'), 'A page of filters.'),
-          ...AUTHENTICATED_ERRORS,
-        },
-      },
-      post: {
-        operationId: 'createFilter',
-        summary: 'Add a block or allow filter',
-        parameters: [apiKeyParameter],
-        requestBody: {
-          required: true,
-          content: { 'application/json': { schema: ref('NewFilter') } },
-        },
-        responses: {
-          '201': jsonBody(ref('Filter'), 'The filter.'),
-          ...AUTHENTICATED_ERRORS,
-          '409': response('Conflict'),
-          '413': response('PayloadTooLarge'),
-          '415': response('UnsupportedMediaType'),
-        },
-      },
-    }),
-    '/v1/filters/{id}': {
-      delete: {
-        operationId: 'deleteFilter',
-        summary: 'Remove a filter',
-        parameters: [idPath, apiKeyParameter],
-        responses: {
-          '200': jsonBody(ref('Deleted'), 'The filter is gone.'),
-          ...AUTHENTICATED_ERRORS,
-          '404': response('NotFound'),
-        },
-      },
-    },
-    '/v1/account': withHead({
-      get: {
-        operationId: 'account',
-        summary: 'Plan, credits, rate limit and billing period',
-        parameters: [apiKeyParameter],
-        responses: {
-          '200': jsonBody(ref('Account'), 'The account.'),
-          ...AUTHENTICATED_ERRORS,
-        },
-      },
-    }),
-    '/v1/openapi.json': withHead({
-      get: {
-        operationId: 'openapi',
-        summary: 'This document',
-        security: [],
-        responses: {
-          '200': {
-            description: 'The OpenAPI document.',
-            content: { 'application/json': { schema: { type: 'object' } } },
-          },
-          '405': response('MethodNotAllowed'),
-        },
-      },
-    }),
-  },
+  paths: pathsOf(),
   components: {
     securitySchemes: {
       bearer: {
@@ -324,7 +488,7 @@ export const OPENAPI_DOCUMENT = {
         name: 'id',
         in: 'path',
         required: true,
-        schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,100}$' },
+        schema: { type: 'string', pattern: ID_PATTERN },
       },
       'Idempotency-Key': {
         name: 'Idempotency-Key',
@@ -332,7 +496,12 @@ export const OPENAPI_DOCUMENT = {
         description:
           'Within 24 hours the same key with the same request answers the first answer again; ' +
           'with another request it is a 409 idempotency_conflict.',
-        schema: { type: 'string', minLength: 1, maxLength: 255 },
+        schema: {
+          type: 'string',
+          minLength: 1,
+          maxLength: MAX_REQUEST_ID_LENGTH,
+          pattern: NO_CONTROL_CHARACTERS,
+        },
       },
     },
     headers: {
@@ -385,10 +554,7 @@ export const OPENAPI_DOCUMENT = {
         'batch_not_completed, with the progress.',
       ),
       PayloadTooLarge: jsonBody(ref('Error'), 'payload_too_large.'),
-      UnsupportedMediaType: jsonBody(
-        ref('Error'),
-        'unsupported_media_type: the body must be JSON.',
-      ),
+      UnsupportedMediaType: jsonBody(ref('Error'), 'unsupported_media_type: the body must be JSON.'),
       RateLimited: {
         description: 'rate_limit_exceeded.',
         headers: {
@@ -425,34 +591,24 @@ export const OPENAPI_DOCUMENT = {
         properties: {
           error: { const: 'insufficient_credits' },
           message: { type: 'string' },
-          needed: { type: 'integer', minimum: 0 },
-          available: { type: 'integer', minimum: 0 },
+          needed: count,
+          available: count,
         },
       },
-      Method: { enum: ['quick', 'standard', 'smtp'] },
-      State: { enum: ['deliverable', 'undeliverable', 'risky'] },
-      Reason: {
-        ...snake,
-        description:
-          'accepted_email, rejected_email, invalid_email, invalid_domain, invalid_smtp, ' +
-          'low_quality, low_deliverability, no_connect, timeout, unavailable_smtp, ' +
-          'unexpected_error, blocked_by_filter, allowed_by_filter',
-      },
+      Method: { enum: METHOD_NAMES },
+      State: { enum: STATES },
+      Reason: { enum: REASONS },
+      RiskFactor: { enum: RISK_FACTORS },
       CompactResult: {
         type: 'object',
         additionalProperties: false,
-        required: ['email', 'state', 'score', 'reason'],
-        properties: {
-          email: DETAILED_PROPERTIES.email,
-          state: DETAILED_PROPERTIES.state,
-          score: DETAILED_PROPERTIES.score,
-          reason: DETAILED_PROPERTIES.reason,
-        },
+        required: COMPACT_FIELDS,
+        properties: pick(COMPACT_FIELDS, DETAILED_PROPERTIES),
       },
       DetailedResult: {
         type: 'object',
         additionalProperties: false,
-        required: DETAILED_REQUIRED,
+        required: DETAILED_FIELDS,
         properties: DETAILED_PROPERTIES,
       },
       SelectedResult: {
@@ -465,59 +621,21 @@ export const OPENAPI_DOCUMENT = {
       ShapeBResult: {
         type: 'object',
         additionalProperties: false,
-        required: [
-          'email',
-          'status',
-          'score',
-          'deliverability',
-          'disposable',
-          'role',
-          'free',
-          'catch_all',
-          'risk_factors',
-          'did_you_mean',
-          'duration',
-        ],
-        properties: {
-          email: { type: 'string' },
-          status: { enum: ['valid', 'invalid'] },
-          score: DETAILED_PROPERTIES.score,
-          deliverability: ref('State'),
-          disposable: nullable('boolean'),
-          role: nullable('boolean'),
-          free: nullable('boolean'),
-          catch_all: nullable('boolean'),
-          risk_factors: { type: 'array', items: snake },
-          site_source: { type: 'string' },
-          did_you_mean: nullable('string'),
-          duration: DETAILED_PROPERTIES.duration,
-        },
+        required: SHAPE_B_FIELDS.filter((field) => !SHAPE_B_OPTIONAL.includes(field)),
+        properties: pick(SHAPE_B_FIELDS, SHAPE_B_PROPERTIES),
       },
-      BatchRequest: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['emails'],
-        properties: {
-          emails: {
-            type: 'array',
-            minItems: 1,
-            maxItems: 50_000,
-            items: { type: 'string', minLength: 1, maxLength: 1024 },
-          },
-          method: ref('Method'),
-          callback_url: { type: 'string', format: 'uri' },
-        },
-      },
+      ...requestBodySchemas(),
       BatchSubmitted: {
         type: 'object',
         required: ['id', 'status', 'total_emails', 'message'],
         properties: {
           id: { type: 'string' },
           status: { const: 'processing' },
-          total_emails: { type: 'integer', minimum: 1 },
+          total_emails: { type: 'integer', minimum: 1, maximum: MAX_BATCH_EMAILS },
           message: { type: 'string' },
         },
       },
+      JobStatus: { enum: JOB_STATUSES },
       BatchStatus: {
         type: 'object',
         required: [
@@ -532,13 +650,13 @@ export const OPENAPI_DOCUMENT = {
         ],
         properties: {
           id: { type: 'string' },
-          status: { enum: ['processing', 'completed', 'failed'] },
-          total_emails: { type: 'integer', minimum: 0 },
-          processed: { type: 'integer', minimum: 0 },
-          percent_complete: { type: 'number', minimum: 0, maximum: 100 },
-          valid: { type: 'integer', minimum: 0 },
-          invalid: { type: 'integer', minimum: 0 },
-          risky: { type: 'integer', minimum: 0 },
+          status: ref('JobStatus'),
+          total_emails: count,
+          processed: count,
+          percent_complete: percent,
+          valid: count,
+          invalid: count,
+          risky: count,
           download_url: { type: 'string', format: 'uri' },
           reason: { type: 'string', description: 'Why a failed job failed.' },
         },
@@ -567,30 +685,19 @@ export const OPENAPI_DOCUMENT = {
           error: { const: 'batch_not_completed' },
           message: { type: 'string' },
           id: { type: 'string' },
-          status: { enum: ['processing', 'failed'] },
+          status: { enum: JOB_STATUSES.filter((status) => status !== 'completed') },
           total_emails: { type: 'integer', minimum: 1 },
-          processed: { type: 'integer', minimum: 0 },
-          percent_complete: { type: 'number', minimum: 0, maximum: 100 },
+          processed: count,
+          percent_complete: percent,
         },
       },
       BatchRecord: {
         type: 'object',
-        required: DETAILED_REQUIRED,
+        required: DETAILED_FIELDS,
         properties: { ...DETAILED_PROPERTIES, duplicate: { type: 'boolean' } },
       },
-      FilterType: { enum: ['email', 'domain', 'ip_address'] },
-      FilterAction: { enum: ['block', 'allow'] },
-      NewFilter: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['value', 'filter_type', 'action'],
-        properties: {
-          value: { type: 'string', minLength: 1, maxLength: 1024 },
-          filter_type: ref('FilterType'),
-          action: ref('FilterAction'),
-          reason: { type: ['string', 'null'], minLength: 1, maxLength: 500 },
-        },
-      },
+      FilterType: { enum: FILTER_TYPES },
+      FilterAction: { enum: FILTER_ACTIONS },
       Filter: {
         type: 'object',
         additionalProperties: false,
@@ -610,9 +717,9 @@ export const OPENAPI_DOCUMENT = {
         required: ['filters', 'total', 'page', 'per_page'],
         properties: {
           filters: { type: 'array', items: ref('Filter') },
-          total: { type: 'integer', minimum: 0 },
-          page: { type: 'integer', minimum: 1 },
-          per_page: { type: 'integer', minimum: 1, maximum: 100 },
+          total: count,
+          page: { type: 'integer', minimum: 1, maximum: MAX_FILTER_PAGE },
+          per_page: { type: 'integer', minimum: 1, maximum: MAX_FILTERS_PER_PAGE },
         },
       },
       Deleted: {
@@ -627,17 +734,12 @@ export const OPENAPI_DOCUMENT = {
         required: ['email', 'plan', 'credits', 'rate_limit', 'billing_period'],
         properties: {
           email: { type: 'string' },
-          plan: { enum: ['free', 'starter', 'professional', 'enterprise'] },
+          plan: { enum: PLAN_NAMES },
           credits: {
             type: 'object',
             additionalProperties: false,
             required: ['available', 'reserved', 'used', 'total'],
-            properties: {
-              available: { type: 'integer', minimum: 0 },
-              reserved: { type: 'integer', minimum: 0 },
-              used: { type: 'integer', minimum: 0 },
-              total: { type: 'integer', minimum: 0 },
-            },
+            properties: { available: count, reserved: count, used: count, total: count },
           },
           rate_limit: {
             type: 'object',
@@ -645,7 +747,7 @@ export const OPENAPI_DOCUMENT = {
             required: ['per_minute', 'remaining'],
             properties: {
               per_minute: { type: 'integer', minimum: 1 },
-              remaining: { type: 'integer', minimum: 0 },
+              remaining: count,
             },
           },
           billing_period: {

@@ -1,4 +1,4 @@
-import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
+import type { MethodName } from '../engine/methods.js';
 import {
   parseFields,
   selectFields,
@@ -10,19 +10,20 @@ import {
 } from '../format/shapes.js';
 import type { Verdict } from '../engine/verdict.js';
 import { optional } from '../optional.js';
+import { methodOf } from '../service/request-fields.js';
 import { ServiceError } from '../service/service-error.js';
+import { CONTROL_CHARACTER } from '../service/validate.js';
 import type { Exchange } from './exchange.js';
 import { idempotencyKey, namingIdempotencyKey } from './idempotency-key.js';
-import { booleanParameter, readQuery } from './query.js';
+import { booleanParameter } from './query.js';
 import { badRequest, HttpError, json, type Reply } from './responses.js';
 
-const PARAMETERS = ['email', 'method', 'detailed', 'fields', 'smtp', 'site_source', 'api_key'];
 const FORM_A_ONLY = ['method', 'detailed', 'fields'];
-// C0 controls and DEL: never echoed into a JSON answer a page may put in its DOM or a log.
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
-/** Longest `site_source` echoed back: a page name or URL, not a document. */
-const MAX_SITE_SOURCE_LENGTH = 500;
+/**
+ * Longest `site_source` echoed back: a page name or URL, not a document. Without control
+ * characters: never echoed into a JSON answer a page may put in its DOM or a log.
+ */
+export const MAX_SITE_SOURCE_LENGTH = 500;
 
 /** What the response looks like (DESIGN 2.4). */
 type Shape =
@@ -37,7 +38,7 @@ type Shape =
  * key is looked up: a malformed request costs nothing, not even a rate-limit hit.
  */
 export async function verifyRoute(exchange: Exchange): Promise<Reply> {
-  const query = readQuery(exchange.url, PARAMETERS);
+  const { query } = exchange;
   const email = query.get('email');
   if (email === undefined || email === '') throw badRequest('email', 'email is required.');
   const { method, shape } = shapeOf(query);
@@ -123,11 +124,7 @@ function shapeOf(query: ReadonlyMap<string, string>): { method: MethodName; shap
     const smtp = booleanParameter(query, 'smtp') ?? true;
     return { method: smtp ? 'smtp' : 'standard', shape: { kind: 'b', siteSource } };
   }
-  const methodName = query.get('method') ?? 'standard';
-  if (!(METHOD_NAMES as readonly string[]).includes(methodName)) {
-    throw badRequest('method', `method must be one of ${METHOD_NAMES.join(', ')}.`);
-  }
-  const method = methodName as MethodName;
+  const method = methodOf(query.get('method'));
   const detailed = booleanParameter(query, 'detailed');
   const selection = query.get('fields');
   if (selection === undefined) {

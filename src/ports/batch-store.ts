@@ -1,7 +1,8 @@
 import type { LedgerCommit, LedgerCommitOutcome, LedgerRequest } from './ledger.js';
 
-/** Where a batch job stands (DESIGN 5.5). */
-export type JobStatus = 'processing' | 'completed' | 'failed';
+/** Where a batch job stands: processing, then completed or failed. */
+export const JOB_STATUSES = ['processing', 'completed', 'failed'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /** The state of one result, as the job's counters count it (valid, invalid, risky). */
 export type JobResultState = 'deliverable' | 'undeliverable' | 'risky';

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { createEngine } from '../../src/engine/engine.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import {
+  COMPACT_FIELDS,
   DETAILED_FIELDS,
+  SHAPE_B_FIELDS,
+  SHAPE_B_OPTIONAL,
   parseFields,
   selectFields,
   toCompact,
@@ -19,6 +22,8 @@ describe('result shapes', () => {
   it('shape A compact has exactly email, state, score, reason', async () => {
     const verdict = await engine.verify('ann@gmail.com');
     expect(Object.keys(toCompact(verdict))).toEqual(['email', 'state', 'score', 'reason']);
+    // The list the OpenAPI document states the shape by.
+    expect(Object.keys(toCompact(verdict))).toEqual(COMPACT_FIELDS);
   });
 
   it('shape A detailed adds the documented fields in snake_case', async () => {
@@ -74,5 +79,13 @@ describe('result shapes', () => {
       risk_factors: ['free'],
       site_source: 'signup',
     });
+  });
+
+  it('shape B has the fields the OpenAPI document states it by, in order', async () => {
+    const verdict = await engine.verify('ann@gmail.com');
+    expect(Object.keys(toShapeB(verdict, 'signup'))).toEqual(SHAPE_B_FIELDS);
+    expect(Object.keys(toShapeB(verdict))).toEqual(
+      SHAPE_B_FIELDS.filter((field) => !SHAPE_B_OPTIONAL.includes(field)),
+    );
   });
 });

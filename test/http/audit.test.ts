@@ -377,9 +377,10 @@ describe('/v1 API audit', () => {
       expect(reply.status).toBe(400);
       expect(reply.body.field).toBe(field);
       const operation = path.startsWith('/v1/verify') ? ['/v1/verify', 0] : ['/v1/filters', 1];
-      const doc = OPENAPI_DOCUMENT.paths[operation[0] as '/v1/verify'].get.parameters[
-        operation[1] as number
-      ] as { schema: object };
+      const paths = OPENAPI_DOCUMENT.paths as Record<string, { get: { parameters: unknown[] } }>;
+      const doc = paths[operation[0] as string]?.get.parameters[operation[1] as number] as {
+        schema: object;
+      };
       const value = path.endsWith('=') ? '' : 1000001;
       expect(ajv.validate(doc.schema, value)).toBe(false);
     });
