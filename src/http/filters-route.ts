@@ -1,5 +1,6 @@
 import { optional } from '../optional.js';
 import type { FilterAction, FilterType } from '../ports/store.js';
+import { filterTypeOf, pageOf, perPageOf } from '../service/request-fields.js';
 import type { FilterInfo } from '../service/service.js';
 import type { Exchange } from './exchange.js';
 import { integerParameter } from './query.js';
@@ -38,18 +39,23 @@ export async function createFilterRoute(exchange: Exchange): Promise<Reply> {
 /** GET /v1/filters?filter_type=&page=&per_page= -> `{filters, total, page, per_page}`. */
 export async function listFiltersRoute(exchange: Exchange): Promise<Reply> {
   const { query } = exchange;
+  // Checked before the key is read, so that a malformed list costs nothing, by the service's
+  // rules, so that each refusal reads as the library's.
+  const type = query.get('filter_type');
+  const page = integerParameter(query, 'page');
+  const perPage = integerParameter(query, 'per_page');
+  const list = {
+    ...optional('type', type === undefined ? undefined : filterTypeOf(type)),
+    ...optional('page', page === undefined ? undefined : pageOf(page)),
+    ...optional('perPage', perPage === undefined ? undefined : perPageOf(perPage)),
+  };
   const caller = await exchange.authenticate('filters', query.get('api_key'));
-  // Refusals of each parameter are the service's, as for the library's caller.
-  const list = await exchange.service.listFilters(caller, {
-    ...optional('type', query.get('filter_type') as FilterType | undefined),
-    ...optional('page', integerParameter(query, 'page') as number | undefined),
-    ...optional('perPage', integerParameter(query, 'per_page') as number | undefined),
-  });
+  const found = await exchange.service.listFilters(caller, list);
   return json(200, {
-    filters: list.filters.map(filterWire),
-    total: list.total,
-    page: list.page,
-    per_page: list.perPage,
+    filters: found.filters.map(filterWire),
+    total: found.total,
+    page: found.page,
+    per_page: found.perPage,
   });
 }
 

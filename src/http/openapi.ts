@@ -554,7 +554,10 @@ export const OPENAPI_DOCUMENT = {
         'batch_not_completed, with the progress.',
       ),
       PayloadTooLarge: jsonBody(ref('Error'), 'payload_too_large.'),
-      UnsupportedMediaType: jsonBody(ref('Error'), 'unsupported_media_type: the body must be JSON.'),
+      UnsupportedMediaType: jsonBody(
+        ref('Error'),
+        'unsupported_media_type: the body must be JSON.',
+      ),
       RateLimited: {
         description: 'rate_limit_exceeded.',
         headers: {

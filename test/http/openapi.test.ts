@@ -122,7 +122,6 @@ describe('the OpenAPI document', () => {
       MAX_REQUEST_ID_LENGTH,
     );
     expect(at('components/parameters/id/schema/pattern')).toContain(`{1,${MAX_ID_LENGTH}}`);
-    expect(query('/v1/verify', 'email').schema.maxLength).toBe(MAX_EMAIL_INPUT_LENGTH);
     expect(query('/v1/verify', 'site_source').schema.maxLength).toBe(MAX_SITE_SOURCE_LENGTH);
     expect(query('/v1/filters', 'per_page').schema.maximum).toBe(MAX_FILTERS_PER_PAGE);
     expect(query('/v1/filters', 'page').schema.maximum).toBe(MAX_FILTER_PAGE);
