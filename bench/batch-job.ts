@@ -4,7 +4,7 @@
  * server given, then the results downloaded in each format. Prints one JSON line.
  */
 import { createEngine } from '../src/index.js';
-import { createService } from '../src/service/service.js';
+import { createService } from '../src/compose/service.js';
 import { createSqliteStore } from '../src/sqlite.js';
 
 const { dns, method, domains, size, path } = JSON.parse(process.argv[2] as string) as {

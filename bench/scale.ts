@@ -10,9 +10,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { bullmqBatchRunner } from '../src/bullmq.js';
-import { createEngine } from '../src/engine/engine.js';
+import { createEngine } from '../src/compose/engine.js';
 import { createRedisStore } from '../src/redis.js';
-import { createService } from '../src/service/service.js';
+import { createService } from '../src/compose/service.js';
 import { startRedisServer } from '../test/helpers/redis-server.js';
 import { startDnsChild } from './dns-process.js';
 

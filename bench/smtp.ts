@@ -8,7 +8,7 @@
 import { createNodeSmtp } from '../src/adapters/node/smtp.js';
 import { mailHosts } from '../src/checks/mx.js';
 import { createMemoryDns } from '../src/dns/memory-dns.js';
-import { createEngine } from '../src/engine/engine.js';
+import { createEngine } from '../src/compose/engine.js';
 import { startScriptedServer } from '../test/helpers/smtp-server.js';
 import { seededRandom } from './corpus.js';
 

@@ -12,8 +12,9 @@ export type { ParseErrorCode, ParseFailure, PartFailure } from './address/errors
 export { DEFAULT_PROFILE, RFC_PROFILE, PROFILES } from './address/options.js';
 export type { ParseOptions, ProfileName } from './address/options.js';
 export * from './checks/index.js';
-export { createEngine } from './engine/engine.js';
-export type { Engine, EngineOptions, VerifyOptions } from './engine/engine.js';
+export { createEngine } from './compose/engine.js';
+export type { EngineOptions } from './compose/engine.js';
+export type { Engine, VerifyOptions } from './engine/engine.js';
 export { buildMethods, defaultCheckers, METHOD_NAMES } from './engine/methods.js';
 export type { CheckerSet, Method, MethodName } from './engine/methods.js';
 export { DELIVERABLE_CEILING, FACTOR_WEIGHTS, RISKY_BASE, SCORE_BANDS } from './engine/score.js';

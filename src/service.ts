@@ -4,7 +4,8 @@
  * entry, so that engine-only users never load it (DESIGN 8); `mailverdict/sqlite` has the
  * durable store, `mailverdict/http` and `mailverdict/node` serve it.
  */
-export { createService, FILTERS_PER_PAGE, MAX_FILTERS_PER_PAGE } from './service/service.js';
+export { createService } from './compose/service.js';
+export { FILTERS_PER_PAGE, MAX_FILTERS_PER_PAGE } from './service/service.js';
 export type {
   AccountInfo,
   AccountObject,

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { EngineOptions } from '../engine/engine.js';
+import type { EngineOptions } from '../compose/engine.js';
 import { METHOD_NAMES, type MethodName } from '../engine/methods.js';
 import { optional } from '../optional.js';
 import { parseProxyUrl } from '../smtp/proxy-url.js';

@@ -1,4 +1,4 @@
-import type { EngineOptions } from '../engine/engine.js';
+import type { EngineOptions } from '../compose/engine.js';
 import { optional } from '../optional.js';
 import type { BatchOptions } from '../service/batch/batch.js';
 import { UsageError } from './exit-codes.js';

@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs';
-import { createEngine, type EngineOptions } from '../engine/engine.js';
+import { createEngine, type EngineOptions } from '../compose/engine.js';
 import { optional } from '../optional.js';
 import type { Observer } from '../ports/observer.js';
 import type { Store } from '../ports/store.js';
 import type { BatchOptions } from '../service/batch/batch.js';
 import type { AccountInfo } from '../service/account.js';
 import { ServiceError } from '../service/service-error.js';
-import { createService, type Service } from '../service/service.js';
+import { createService } from '../compose/service.js';
+import type { Service } from '../service/service.js';
 import { UsageError } from './exit-codes.js';
 
 /** The flags of every command that works on a service: its SQLite file, or its Redis. */

@@ -4,18 +4,11 @@ import {
   type ParseAddressOptions,
   type ParseResult,
 } from '../address/parse.js';
-import { createNodeDns, type NodeDnsOptions } from '../adapters/node/dns.js';
-import type { NodeSmtpOptions } from '../adapters/node/smtp.js';
 import type { AddressFacts, CheckPorts, CheckResult, Checker } from '../checks/checker.js';
 import { syntaxFinding } from '../checks/syntax.js';
-import { createCachedDns } from '../dns/cached-dns.js';
-import { createCanaryDns, type DnsCanaryOptions } from '../dns/canary-dns.js';
-import { offlineDns } from '../dns/offline-dns.js';
-import { systemClock, type Clock } from '../ports/clock.js';
+import type { Clock } from '../ports/clock.js';
 import type { Dns, DnsHealth } from '../ports/dns.js';
 import type { Observer } from '../ports/observer.js';
-import { assertSmtpIdentity } from '../smtp/commands.js';
-import { parseProxyUrls } from '../smtp/proxy-url.js';
 import type { SmtpProber } from '../ports/smtp.js';
 import { optional } from '../optional.js';
 import { batchProbes } from './probe-batcher.js';
@@ -39,39 +32,19 @@ import { fixedVerdict } from './fixed-verdict.js';
 import { testAddressVerdict } from './test-addresses.js';
 import type { Verdict } from './verdict.js';
 
-export interface EngineOptions {
-  /**
-   * The DNS port. Default: Node's resolver (see `dnsServers`) behind a cache. Pass
-   * `offlineDns()` (or `offline: true`) for verdicts without any network.
-   */
-  readonly dns?: Dns;
-  /** Shorthand for `dns: offlineDns()`. */
-  readonly offline?: boolean;
-  /** Options of the default Node resolver: servers, deadline, tries. */
-  readonly dnsOptions?: NodeDnsOptions;
-  /**
-   * The default resolver checks itself before an NXDOMAIN or an implicit MX counts as
-   * evidence (DESIGN 4; dns/canary-dns.ts): its names and timings, or `false` to trust the
-   * resolver blindly. Ignored for an injected `dns`, which is the caller's to trust.
-   */
-  readonly dnsCanary?: DnsCanaryOptions | false;
-  /**
-   * Told, once per change, of conditions that affect every verdict (a lying resolver).
-   * Default: a process warning (`MailverdictDns`).
-   */
-  readonly onWarning?: (message: string) => void;
-  /**
-   * The SMTP port for the smtp method. Default: our node:net prober (see `smtpOptions`),
-   * created on first use; none when `offline` (the smtp check is then skipped).
-   */
-  readonly smtp?: SmtpProber;
-  /** Options of the default prober: HELO name, MAIL FROM, port, timeouts, limits. */
-  readonly smtpOptions?: NodeSmtpOptions;
+/**
+ * What an engine is built from: its ports, resolved (the package's createEngine resolves the
+ * Node defaults), and its settings.
+ */
+export interface EngineParts {
+  readonly dns: Dns;
+  /** The SMTP port for the smtp method; none for an engine that never probes. */
+  readonly smtp: SmtpProber | undefined;
+  readonly clock: Clock;
   /** How long a domain's catch-all answer is reused. Default 1 hour. */
   readonly catchAllTtlMs?: number;
   /** Wait before asking a greylisting server again (`retryGreylisted`). Default 6 minutes. */
   readonly greylistRetryMs?: number;
-  readonly clock?: Clock;
   /** Syntax policy: profile and options of `parseAddress`. Default: the default profile. */
   readonly parse?: ParseAddressOptions;
   /** Replace individual checkers (their data, say) without reshaping the methods. */
@@ -83,8 +56,8 @@ export interface EngineOptions {
    */
   readonly disposableAllow?: Iterable<string>;
   /**
-   * Told of every verdict, of the default DNS cache's queries and hits, and of SMTP probes
-   * (metrics: adapters/prometheus/metrics.ts). Default none, at no cost.
+   * Told of every verdict and of SMTP probes (metrics: adapters/prometheus/metrics.ts).
+   * Default none, at no cost.
    */
   readonly observer?: Observer;
 }
@@ -142,27 +115,13 @@ export interface Engine {
 }
 
 /**
- * Builds an engine from its ports. Nothing touches the network until `verify` is called.
- *
- * @example
- * const engine = createEngine({ offline: true });
- * const verdict = await engine.verify('info@mailinator.com', { method: 'standard' });
- * verdict.state; // 'risky' (disposable)
+ * Builds an engine from resolved ports: pure logic over them, nothing of Node's. Nothing
+ * touches the network until `verify` is called. The package's `createEngine` is this with
+ * the Node defaults composed in.
  */
-export function createEngine(options: EngineOptions = {}): Engine {
-  // The prober is built on the first probe; a mistyped proxy, or a HELO name or sender that
-  // would smuggle a second command, must not wait until then.
-  const smtpOptions = options.smtpOptions;
-  if (smtpOptions?.proxies !== undefined) parseProxyUrls(smtpOptions.proxies);
-  if (smtpOptions?.heloName !== undefined) assertSmtpIdentity('heloName', smtpOptions.heloName);
-  if (smtpOptions?.mailFrom !== undefined) assertSmtpIdentity('mailFrom', smtpOptions.mailFrom);
-  const clock = options.clock ?? systemClock;
-  const { observer } = options;
-  const dns = options.dns ?? (options.offline === true ? offlineDns() : defaultDns(options, clock));
-  const smtp = observedProber(
-    options.smtp ?? (options.offline === true ? undefined : defaultProber(options, dns)),
-    observer,
-  );
+export function buildEngine(options: EngineParts): Engine {
+  const { clock, dns, observer } = options;
+  const smtp = observedProber(options.smtp, observer);
   const ports: CheckPorts =
     smtp === undefined
       ? { dns }
@@ -292,47 +251,6 @@ function observedProber(
       const first = report.recipients[0] ?? report.catchAll ?? undefined;
       if (first !== undefined) onSession(first.class, report.connections);
       return report;
-    },
-  };
-}
-
-/** Node's resolver, checked by its canary unless told not to, behind a cache. */
-function defaultDns(options: EngineOptions, clock: Clock): Dns {
-  const warn =
-    options.onWarning ?? ((message: string) => process.emitWarning(message, 'MailverdictDns'));
-  const node = createNodeDns(options.dnsOptions);
-  const canary = options.dnsCanary;
-  const cache = { clock, ...optional('observer', options.observer) };
-  if (canary === false) return createCachedDns(node, cache);
-  const checked = createCanaryDns(node, {
-    clock,
-    ...canary,
-    onChange(health) {
-      warn(
-        health.status === 'lying'
-          ? health.message
-          : 'The DNS resolver answers truthfully again: NXDOMAIN is evidence once more.',
-      );
-      canary?.onChange?.(health);
-    },
-  });
-  return createCachedDns(checked, cache);
-}
-
-/** Our node:net prober, built on first use (its HELO warning is for smtp users only). */
-function defaultProber(options: EngineOptions, dns: Dns): SmtpProber {
-  let prober: Promise<SmtpProber> | undefined;
-  return {
-    probe(request, signal) {
-      // Loaded on first use: engines that never probe never load the SMTP client (DESIGN 8).
-      prober ??= import('../adapters/node/smtp.js').then(({ createNodeSmtp }) =>
-        createNodeSmtp({
-          resolveHost: (host, hostSignal) =>
-            dns.addresses?.(host, hostSignal) ?? Promise.resolve([]),
-          ...options.smtpOptions,
-        }),
-      );
-      return prober.then((ready) => ready.probe(request, signal));
     },
   };
 }

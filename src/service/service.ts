@@ -6,7 +6,13 @@ import { createAccounts, type Accounts } from './account.js';
 import { createAdmin, type ServiceAdmin } from './admin.js';
 import { cryptoRandomBytes, type RandomBytes } from './api-keys.js';
 import { createAuth, type Auth } from './auth.js';
-import { createBatches, type BatchOptions, type Batches, type BatchWork } from './batch/batch.js';
+import {
+  createBatches,
+  type BatchOptions,
+  type Batches,
+  type BatchWork,
+  type DefaultWebhookSender,
+} from './batch/batch.js';
 import { createWebhookSecretAdmin, type WebhookSecretAdmin } from './batch/webhook-secret.js';
 import { createCharging, type Charging } from './charging.js';
 import { createContext } from './context.js';
@@ -81,19 +87,19 @@ export interface Service
   readonly batchWork: Omit<BatchWork, 'start' | 'stop'>;
 }
 
+/** The ports a service falls back on when its options give none: the package's are Node's. */
+export interface ServiceDefaults {
+  /** The webhook sender, made for the batch options' SSRF policy. */
+  readonly webhookSender: DefaultWebhookSender;
+}
+
 /**
  * The service core: keys, plans and rate limits, credits, filters and accounts around an
  * engine, on any Store. Each capability is its own module (auth, charging, filters, account,
- * admin) over one shared context; this only puts them together.
- *
- * @example
- * const service = createService({ engine: createEngine({ offline: true }), store: createMemoryStore() });
- * const account = await service.admin.createAccount({ email: 'ops@example.org', credits: 100 });
- * const { secret } = await service.admin.createKey(account.id);
- * const caller = await service.authenticate({ authorization: `Bearer ${secret}`, endpoint: 'verify' });
- * const { verdict, charged } = await service.verify(caller, 'alice@example.org', { method: 'quick' });
+ * admin) over one shared context; this only puts them together. Pure over its ports: the
+ * package's `createService` is this with the Node defaults.
  */
-export function createService(serviceOptions: ServiceOptions): Service {
+export function buildService(serviceOptions: ServiceOptions, defaults: ServiceDefaults): Service {
   const options = checkedOptions(serviceOptions);
   const { engine, store } = options;
   const ctx = createContext({
@@ -108,7 +114,7 @@ export function createService(serviceOptions: ServiceOptions): Service {
   const filters = createFilters(ctx);
   const accounts = createAccounts(ctx);
   const charging = createCharging(ctx, filters);
-  const batches = createBatches(ctx, filters, options.batch);
+  const batches = createBatches(ctx, filters, options.batch, defaults.webhookSender);
   let started = false;
   return {
     engine,

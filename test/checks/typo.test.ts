@@ -6,7 +6,7 @@ import { adjacent, createTypoSuggester, slipOf, typo } from '../../src/checks/ty
 import { DISPOSABLE_DOMAINS } from '../../src/data/disposable.js';
 import { FREE_PROVIDER_DOMAINS } from '../../src/data/generated/lists.js';
 import { COMPANY_DOMAINS, RANKED_MAIL_DOMAINS } from '../../src/data/generated/typo-lists.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { verifyCommand } from '../../src/cli/commands/verify.js';
 import { csvFormat, recordOf } from '../../src/cli/records.js';
 import { toDetailed, toShapeB } from '../../src/format/shapes.js';

@@ -7,7 +7,7 @@ import { PackedDomainSet } from '../../src/checks/packed-domain-set.js';
 import { DISPOSABLE_DOMAINS } from '../../src/data/disposable.js';
 import { DISPOSABLE_COUNT, DISPOSABLE_PACKED } from '../../src/data/generated/disposable.js';
 import { FREE_PROVIDER_DOMAINS } from '../../src/data/generated/lists.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import {
   compileDisposable,
   compileTypoLists,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { DELIVERABLE_CEILING } from '../../src/engine/score.js';
 
 describe('audit: evidence behind a score', () => {

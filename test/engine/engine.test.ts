@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { DomainSet } from '../../src/checks/domain-set.js';
 import { disposable } from '../../src/checks/disposable.js';

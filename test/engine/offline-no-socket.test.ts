@@ -1,6 +1,6 @@
 import { createHook } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 
 // Every socket, DNS query or connection attempt in Node creates one of these native resources;
 // an async hook sees each one as it is created, whatever module asked for it.

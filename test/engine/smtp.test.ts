@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SMTP_FINDINGS } from '../../src/checks/smtp.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { batchProbes } from '../../src/engine/probe-batcher.js';
 import type { ProbeClass } from '../../src/ports/smtp.js';

@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { createCachedDns } from '../../src/dns/cached-dns.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { verifyEach, type VerifyOne } from '../../src/engine/verify-many.js';
 import type { Verdict } from '../../src/engine/verdict.js';
 import type { Dns, MxAnswer } from '../../src/ports/dns.js';

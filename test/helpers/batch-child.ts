@@ -5,9 +5,9 @@
 // and kills the process right before the nth call starts or right after it committed. The
 // child prints one JSON line when it finishes: what it submitted or that the job completed.
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import type { Store } from '../../src/ports/store.js';
-import { createService } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 
 interface Plan {

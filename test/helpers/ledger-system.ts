@@ -1,9 +1,10 @@
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import type { CreditBalance, LedgerEntry, Store } from '../../src/ports/store.js';
 import type { LedgerRequest } from '../../src/store/rules/ledger.js';
 import type { PlanName } from '../../src/service/plans.js';
-import { createService, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type Service } from '../../src/service/service.js';
 import { ServiceError } from '../../src/service/service-error.js';
 
 /** The account every model run uses, created with an `initial_grant` of these credits. */

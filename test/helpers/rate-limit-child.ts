@@ -1,7 +1,7 @@
 // A second process on the same SQLite file: authenticates `count` requests at once with one
 // key and prints how many were admitted. Run by test/integration/sqlite-service.test.ts.
-import { createEngine } from '../../src/engine/engine.js';
-import { createService } from '../../src/service/service.js';
+import { createEngine } from '../../src/compose/engine.js';
+import { createService } from '../../src/compose/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 
 const [path, secret, count] = process.argv.slice(2) as [string, string, string];

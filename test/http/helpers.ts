@@ -1,7 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { expect } from 'vitest';
-import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
+import { createEngine, type EngineOptions } from '../../src/compose/engine.js';
 import { withRemoteAddress } from '../../src/http/client-ip.js';
 import { createHandler, type HandlerOptions } from '../../src/http/handler.js';
 import { serve, type RunningServer } from '../../src/http/node-server.js';
@@ -9,7 +9,8 @@ import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
 import { MAX_QUERY_LENGTH } from '../../src/http/query.js';
 import { matchRoute } from '../../src/http/routes.js';
 import type { Store } from '../../src/ports/store.js';
-import { createService, type NewAccount, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type NewAccount, type Service } from '../../src/service/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 
 /** A service on `store` with helpers to make accounts and keys. */

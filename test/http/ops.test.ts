@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPrometheusMetrics } from '../../src/adapters/prometheus/metrics.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { createHandler } from '../../src/http/handler.js';
 import { serve, type RunningServer } from '../../src/http/node-server.js';
 import type { Store } from '../../src/ports/store.js';
-import { createService, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { parseSamples, valueOf } from '../metrics/prometheus-text.js';

@@ -7,11 +7,12 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createNodeWebhookSender } from '../../src/adapters/node/webhook.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { serve, type RunningServer } from '../../src/http/node-server.js';
 import type { Dns } from '../../src/ports/dns.js';
 import type { Store } from '../../src/ports/store.js';
-import { createService, type BatchOptions, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type BatchOptions, type Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { gatedDns } from '../service/helpers.js';
 

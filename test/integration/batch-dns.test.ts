@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import type { Store } from '../../src/ports/store.js';
-import { createService, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';

@@ -3,9 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeWebhookSender } from '../../src/adapters/node/webhook.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import type { WebhookSender } from '../../src/ports/webhook.js';
-import { createService, type BatchOptions, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type BatchOptions, type Service } from '../../src/service/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 
 interface Hit {

@@ -1,9 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bullmqBatchRunner, chunkByDomain } from '../../src/bullmq.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import type { Observer } from '../../src/ports/observer.js';
 import type { Store } from '../../src/ports/store.js';
-import { createService, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type Service } from '../../src/service/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { createMemoryWebhookSender } from '../../src/testing.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type * as dnsPacket from 'dns-packet';
 import { createNodeDns } from '../../src/adapters/node/dns.js';
 import { createCachedDns } from '../../src/dns/cached-dns.js';
-import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
+import { createEngine, type EngineOptions } from '../../src/compose/engine.js';
 import { LOOPBACK_SMTP_OPTIONS, startScriptedServer } from '../helpers/smtp-server.js';
 import {
   startScriptedDnsServer,

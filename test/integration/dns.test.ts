@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeDns } from '../../src/adapters/node/dns.js';
 import { createCachedDns } from '../../src/dns/cached-dns.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
 
 let server: TestDnsServer;

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 
 /**

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeSmtp, type NodeSmtpOptions } from '../../src/adapters/node/smtp.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import {
   startScriptedServer,

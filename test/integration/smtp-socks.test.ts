@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import type { Verdict } from '../../src/engine/verdict.js';
 import { createNodeSmtp, type NodeSmtpOptions } from '../../src/adapters/node/smtp.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { SCORE_BANDS, score } from '../../src/engine/score.js';
 import type { RiskFactor } from '../../src/checks/checker.js';
 import type { MxAnswer } from '../../src/ports/dns.js';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeSmtp } from '../../src/adapters/node/smtp.js';
 import { parseAddress } from '../../src/address/parse.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import {
   ehlo,
   encodeCommand,

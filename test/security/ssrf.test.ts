@@ -7,7 +7,7 @@ import ipaddr from 'ipaddr.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createNodeSmtp } from '../../src/adapters/node/smtp.js';
 import { createNodeWebhookSender } from '../../src/adapters/node/webhook.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { requireCallbackUrl } from '../../src/service/batch/callback-url.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { isPublicAddress } from '../../src/smtp/target-policy.js';

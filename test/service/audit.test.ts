@@ -4,9 +4,9 @@
  * may change what is stored. Every case runs on the memory store and on SQLite.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { ServiceError } from '../../src/service/service-error.js';
-import { createService } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { fixture as baseFixture, refusal, STORES } from './helpers.js';
 

@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import type { Dns } from '../../src/ports/dns.js';
 import type { Store } from '../../src/ports/store.js';
-import { createService, type BatchOptions, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type BatchOptions, type Service } from '../../src/service/service.js';
 import { chunkByDomain } from '../../src/service/batch/chunks.js';
 import { gatedDns, refusal, text, STORES } from './helpers.js';
 

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import type { Dns } from '../../src/ports/dns.js';
 import type { JobRecord, Store } from '../../src/ports/store.js';
 import type { JobWork } from '../../src/ports/batch-runner.js';
-import { createService, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type Service } from '../../src/service/service.js';
 import type { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryWebhookSender } from '../../src/testing.js';
 import { gatedDns, text, STORES } from './helpers.js';

@@ -1,10 +1,11 @@
 import { expect } from 'vitest';
-import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
+import { createEngine, type EngineOptions } from '../../src/compose/engine.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import type { Dns, MxAnswer } from '../../src/ports/dns.js';
 import type { SmtpProber } from '../../src/ports/smtp.js';
 import type { Store } from '../../src/ports/store.js';
-import { createService, type NewAccount, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type NewAccount, type Service } from '../../src/service/service.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { createSqliteStore } from '../../src/adapters/sqlite/store.js';

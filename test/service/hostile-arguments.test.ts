@@ -11,10 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import type { Store } from '../../src/ports/store.js';
 import { ServiceError, type ServiceErrorCode } from '../../src/service/service-error.js';
-import { createService, type Caller, type Service } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
+import { type Caller, type Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 

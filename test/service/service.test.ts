@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
-import { createService } from '../../src/service/service.js';
+import { createService } from '../../src/compose/service.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { fixture, refusal } from './helpers.js';

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { SingleBar } from 'cli-progress';
-import { createEngine } from '../../engine/engine.js';
+import { createEngine } from '../../compose/engine.js';
 import type { Verdict } from '../../engine/verdict.js';
 import { concurrencyOf, engineOptionsOf, methodOf, type EngineFlags } from '../engine-options.js';
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';

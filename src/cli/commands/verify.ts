@@ -1,4 +1,4 @@
-import { createEngine } from '../../engine/engine.js';
+import { createEngine } from '../../compose/engine.js';
 import type { Verdict } from '../../engine/verdict.js';
 import { concurrencyOf, engineOptionsOf, methodOf, type EngineFlags } from '../engine-options.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';

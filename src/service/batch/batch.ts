@@ -45,7 +45,10 @@ export interface BatchOptions {
    * SSRF guard refuses them at submission and when sending.
    */
   readonly allowPrivateNetworks?: boolean;
-  /** Sends webhooks. Default: node:http(s) with the SSRF guard (adapters/node/webhook.ts). */
+  /**
+   * Sends webhooks. Default: the service's default sender (createService's: node:http(s) with
+   * the SSRF guard, adapters/node/webhook.ts).
+   */
   readonly webhookSender?: WebhookSender;
   /** Delays before each retry of a webhook. Default WEBHOOK_RETRY_SCHEDULE_MS (27.6 h). */
   readonly webhookRetryScheduleMs?: readonly number[];
@@ -116,10 +119,14 @@ export interface BatchWork {
   purgeExpired(): Promise<number>;
 }
 
+/** Makes the sender used when `webhookSender` is not given, under the batch's SSRF policy. */
+export type DefaultWebhookSender = (policy: { allowPrivateNetworks: boolean }) => WebhookSender;
+
 export function createBatches(
   ctx: ServiceContext,
   filters: Pick<Filters, 'match'>,
   options: BatchOptions = {},
+  defaultSender: DefaultWebhookSender,
 ): Batches & { work: BatchWork } {
   const { store, clock } = ctx;
   const configuredBaseUrl = options.baseUrl === undefined ? undefined : baseUrlOf(options.baseUrl);
@@ -127,7 +134,7 @@ export function createBatches(
   const baseUrl = configuredBaseUrl ?? 'http://localhost/';
   const allowPrivateNetworks = options.allowPrivateNetworks === true;
   const webhooks = createWebhookDispatcher(ctx, {
-    sender: options.webhookSender ?? lazyNodeSender(allowPrivateNetworks),
+    sender: options.webhookSender ?? defaultSender({ allowPrivateNetworks }),
     retryScheduleMs: options.webhookRetryScheduleMs ?? WEBHOOK_RETRY_SCHEDULE_MS,
     timeoutMs: options.webhookTimeoutMs ?? WEBHOOK_TIMEOUT_MS,
   });
@@ -210,22 +217,6 @@ export function createBatches(
       idle: () => runner.idle(),
       deliverWebhooks: () => webhooks.deliverDue(),
       purgeExpired: () => store.purgeJobs(clock.now()),
-    },
-  };
-}
-
-/**
- * The default sender, node:http(s) behind the SSRF guard, loaded on the first webhook: a
- * service that never sends one never loads node:http (cold start, DESIGN 8).
- */
-function lazyNodeSender(allowPrivateNetworks: boolean): WebhookSender {
-  let sender: Promise<WebhookSender> | undefined;
-  return {
-    async send(request) {
-      sender ??= import('../../adapters/node/webhook.js').then((m) =>
-        m.createNodeWebhookSender({ allowPrivateNetworks }),
-      );
-      return (await sender).send(request);
     },
   };
 }
