@@ -46,7 +46,7 @@ export { ServiceError, SERVICE_ERROR_STATUS } from './service/service-error.js';
 export type { ServiceErrorCode } from './service/service-error.js';
 export { PLANS, PLAN_NAMES, PUBLIC_KEY_DAILY_LIMIT } from './service/plans.js';
 export type { Plan, PlanName } from './service/plans.js';
-export type { RateLimitStatus } from './service/rate-limits.js';
+export type { RateLimitStatus } from './service/rate-limit-status.js';
 export { billingPeriod } from './service/billing-period.js';
 export type { BillingPeriod } from './service/billing-period.js';
 export { hashKey } from './service/api-keys.js';

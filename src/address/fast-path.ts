@@ -7,7 +7,7 @@ import {
 } from './limits.js';
 import { ATEXT, foldMailboxName } from './local-part.js';
 import type { ResolvedParseOptions } from './options.js';
-import type { ParsedAddress } from './parse.js';
+import type { ParsedAddress } from './parsed-address.js';
 
 /**
  * The commonest address in one pass and one allocation: an ASCII dot-atom at an ASCII host

@@ -9,32 +9,10 @@ import {
   type ProfileName,
   type ResolvedParseOptions,
 } from './options.js';
+import type { ParsedAddress } from './parsed-address.js';
 import { lastIndexOfCode, utf8Length } from './unicode.js';
 
-/** A successfully parsed address: the one canonical form that everything downstream uses. */
-export interface ParsedAddress {
-  readonly ok: true;
-  readonly input: string;
-  /**
-   * NFC local part, case preserved (RFC 5321 2.4: only the receiving host may fold it), but
-   * for RFC 2142's case-insensitive mailbox names (`POSTMASTER` is `postmaster`).
-   */
-  readonly local: string;
-  /** Lowercase Unicode domain (U-labels), or the bracketed literal. */
-  readonly domain: string;
-  /** Lowercase A-label domain, for DNS and SMTP. */
-  readonly asciiDomain: string;
-  /** `local@domain`, the normalized address. */
-  readonly address: string;
-  /** `local@asciiDomain` when the local part is ASCII, else null (it needs SMTPUTF8). */
-  readonly asciiAddress: string | null;
-  /** Delivery needs the SMTPUTF8 extension (RFC 6531): the local part is not ASCII. */
-  readonly smtpUtf8: boolean;
-  /** The domain is an address literal (`[192.0.2.1]`). */
-  readonly domainLiteral: boolean;
-  /** A label mixes scripts like a homograph attack: not an error, a risk factor. */
-  readonly confusable: boolean;
-}
+export type { ParsedAddress };
 
 export type ParseResult = ParsedAddress | ParseFailure;
 

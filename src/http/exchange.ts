@@ -1,5 +1,5 @@
 import { presentedKey } from '../service/api-keys.js';
-import type { RateLimitStatus } from '../service/rate-limits.js';
+import type { RateLimitStatus } from '../service/rate-limit-status.js';
 import { ServiceError } from '../service/service-error.js';
 import type { Caller, Endpoint, Service } from '../service/service.js';
 import { resolveClientIp } from './client-ip.js';

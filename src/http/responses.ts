@@ -1,4 +1,4 @@
-import type { RateLimitStatus } from '../service/rate-limits.js';
+import type { RateLimitStatus } from '../service/rate-limit-status.js';
 import { ServiceError } from '../service/service-error.js';
 
 /**

@@ -4,7 +4,7 @@ import { accountOf, type ServiceContext } from './context.js';
 import { type KnownKey } from './key-cache.js';
 import { canonicalRange, clientKey, ipInRange } from './ip-ranges.js';
 import { PLANS, type Plan } from './plans.js';
-import type { RateLimitStatus } from './rate-limits.js';
+import type { RateLimitStatus } from './rate-limit-status.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 import { canonicalTrustedDomain, hostTrusted, requestHost } from './trusted-domains.js';
 import {

@@ -1,21 +1,10 @@
 import type { Store, WindowCount } from '../ports/store.js';
 import { PUBLIC_KEY_DAILY_LIMIT, type Plan } from './plans.js';
+import type { RateLimitStatus } from './rate-limit-status.js';
 import { ServiceError } from './service-error.js';
 
 export const MINUTE_MS = 60_000;
 export const DAY_MS = 86_400_000;
-
-/** What the HTTP layer puts in X-RateLimit-Limit, -Remaining and -Reset (DESIGN 5.2). */
-export interface RateLimitStatus {
-  /** The per-minute limit of the key's plan. */
-  readonly limit: number;
-  readonly remaining: number;
-  /**
-   * When the window reported resets, in Unix seconds (an integer, rounded up so that the
-   * window has ended by then): the minute window's, or on a refusal the refusing window's.
-   */
-  readonly reset: number;
-}
 
 /** The per-key minute and day windows, and the per-end-user day window of public keys. */
 export interface RateLimits {

@@ -1,4 +1,4 @@
-import type { RateLimitStatus } from './rate-limits.js';
+import type { RateLimitStatus } from './rate-limit-status.js';
 
 /** The snake_case codes of DESIGN 5.6, each with its HTTP status. */
 export const SERVICE_ERROR_STATUS = {
