@@ -7,8 +7,12 @@ export const MAX_LINE_BYTES = 64 * 1024;
 
 /** One address to verify, with where it came from. */
 export interface InputItem {
-  /** 1-based line (or CSV record) number, for messages. */
-  readonly line: number;
+  /**
+   * Where it is: the 1-based line of a list (blank lines counted, as an editor numbers them),
+   * or the row of a CSV file as a spreadsheet numbers it (a header is row 1). The records
+   * carry it as `index`, and `batch --resume` goes by it.
+   */
+  readonly index: number;
   readonly address: string;
 }
 
@@ -88,7 +92,7 @@ export async function* readLines(input: Readable): AsyncGenerator<InputItem> {
       throw new UsageError(`line ${line}: not valid UTF-8: this is not a text file of addresses`);
     }
     const address = text.trim();
-    return address === '' ? undefined : { line, address };
+    return address === '' ? undefined : { index: line, address };
   };
   for await (const bytes of utf8(input)) {
     if (bytes.length === 0) continue;
@@ -152,27 +156,29 @@ export async function* readCsvColumn(
       bom: true,
       delimiter,
       relax_column_count: true,
-      skip_empty_lines: true,
+      // A blank line is a row of a spreadsheet: counted, so that the index is the row shown.
+      skip_empty_lines: false,
       max_record_size: MAX_LINE_BYTES,
     }),
   );
   // pipe() does not pass a failure on: the parser ends with it, and the loop below sees it.
   source.once('error', (error) => parser.destroy(error));
-  let index: number | undefined;
-  let record = 0;
+  let addressColumn: number | undefined;
+  let row = 0;
   try {
-    for await (const row of parser as AsyncIterable<string[]>) {
-      record++;
-      if (index === undefined) {
-        const found = columnOf(row, column);
-        index = found.index;
+    for await (const cells of parser as AsyncIterable<string[]>) {
+      row++;
+      const blank = cells.length === 1 && (cells[0] as string).trim() === '';
+      if (addressColumn === undefined && !blank) {
+        const found = columnOf(cells, column);
+        addressColumn = found.index;
         if (found.header) continue;
       }
-      const value = (row[index] ?? '').trim();
+      const value = addressColumn === undefined ? '' : (cells[addressColumn] ?? '').trim();
       if (value.includes('\u0000') || value.includes('\ufffd')) {
-        throw new UsageError(`record ${record}: binary data: this is not a CSV file of addresses`);
+        throw new UsageError(`row ${row}: binary data: this is not a CSV file of addresses`);
       }
-      if (value !== '') yield { line: record, address: value };
+      if (value !== '') yield { index: row, address: value };
     }
   } catch (error) {
     if (error instanceof UsageError) throw error;

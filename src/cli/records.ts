@@ -3,19 +3,28 @@ import type { Verdict } from '../engine/verdict.js';
 import { DETAILED_FIELDS, toDetailed, type DetailedResult } from '../format/shapes.js';
 import { safeJson } from './terminal.js';
 
-/** What the CLI writes for one address: the input as given, the verdict, and why. */
+/**
+ * What the CLI writes for one address: where it was in the input, the input as given, the
+ * verdict, and why; `duplicate: true` (as in the API's results) when it repeats an earlier
+ * address of the same run.
+ */
 export interface CliRecord extends DetailedResult {
+  /** The input line, or the CSV row (a header is row 1), 1-based; an argument's position. */
+  index: number;
   input: string;
   risk_factors: string[];
   error: { code: string; message: string } | null;
+  duplicate?: true;
 }
 
-export function recordOf(verdict: Verdict): CliRecord {
+export function recordOf(verdict: Verdict, index: number, duplicate = false): CliRecord {
   return {
+    index,
     input: verdict.input,
     ...toDetailed(verdict),
     risk_factors: [...verdict.riskFactors],
     error: verdict.error === null ? null : { ...verdict.error },
+    ...(duplicate ? { duplicate: true as const } : {}),
   };
 }
 
@@ -33,6 +42,7 @@ export const NDJSON: RecordFormat = {
 
 /** What a reader scans first, then the rest of the detailed shape in its own order. */
 const LEADING_COLUMNS = [
+  'index',
   'input',
   'email',
   'state',
@@ -41,9 +51,11 @@ const LEADING_COLUMNS = [
   'risk_factors',
   'error',
 ] as const;
-const CSV_COLUMNS: readonly (keyof CliRecord)[] = [
+/** The CSV's columns: `duplicate` last, true or false, as in the API's CSV results. */
+export const CSV_COLUMNS: readonly (keyof CliRecord)[] = [
   ...LEADING_COLUMNS,
   ...DETAILED_FIELDS.filter((field) => !(LEADING_COLUMNS as readonly string[]).includes(field)),
+  'duplicate',
 ];
 
 /**
@@ -69,6 +81,7 @@ export function csvFormat(escape: (text: string) => string = (text) => text): Re
     line(record) {
       const cells = CSV_COLUMNS.map((column) => {
         const value = record[column];
+        if (column === 'duplicate') return String(value === true);
         if (column === 'risk_factors') return (value as string[]).join(';');
         if (column === 'error') {
           return record.error === null ? '' : `${record.error.code}: ${record.error.message}`;

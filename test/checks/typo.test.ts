@@ -182,10 +182,10 @@ describe('did_you_mean in verdicts', () => {
 describe('did_you_mean in the CLI', () => {
   it('is a field of records (NDJSON, CSV) and ends the table DETAILS', async () => {
     const verdict = createEngine({ offline: true }).verifySync('ann@gmial.com');
-    expect(recordOf(verdict).did_you_mean).toBe('ann@gmail.com');
+    expect(recordOf(verdict, 1).did_you_mean).toBe('ann@gmail.com');
     const csv = csvFormat();
     expect(csv.header).toContain('did_you_mean');
-    expect(csv.line(recordOf(verdict))).toContain('ann@gmail.com');
+    expect(csv.line(recordOf(verdict, 1))).toContain('ann@gmail.com');
 
     const stdout = new PassThrough();
     let text = '';

@@ -269,7 +269,8 @@ describe('batch output', () => {
     for (const row of rows.slice(1)) {
       for (const cell of row) expect(cell, row.join(',')).not.toMatch(/^[=+\-@\t\r]/);
     }
-    expect(rows.slice(1).map((row) => row[0])).toEqual(formulas.map((f) => `'${f}`));
+    // Column 1 is the index, column 2 the input.
+    expect(rows.slice(1).map((row) => row[1])).toEqual(formulas.map((f) => `'${f}`));
     const ndjson = await cli(['batch', '--offline', '-'], { stdin: formulas.join('\n') });
     expect(inputs(ndjson.stdout)).toEqual(formulas);
   });

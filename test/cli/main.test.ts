@@ -2,6 +2,8 @@ import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import type { CliIo } from '../../src/cli/io.js';
+import { createEngine } from '../../src/compose/engine.js';
+import { repeatFinder } from '../../src/service/batch/repeats.js';
 
 /** Runs the CLI in-process with captured streams. */
 async function run(args: string[], stdin: string | Buffer = '') {
@@ -142,9 +144,14 @@ describe('mailverdict CLI (in-process)', () => {
       csv,
     );
     expect(code).toBe(0);
-    expect(out[0]).toMatch(/^input,email,state,reason,score,risk_factors,error,/);
-    expect(out[1]).toMatch(/^ann@example\.org,ann@example\.org,deliverable,accepted_email,/);
-    expect(out[2]).toMatch(/^info@mailinator\.com,.*,risky,low_quality,\d+,disposable;role,/);
+    expect(out[0]).toMatch(
+      /^index,input,email,state,reason,score,risk_factors,error,.*,duplicate$/,
+    );
+    // The index is the row a spreadsheet shows: the header is row 1.
+    expect(out[1]).toMatch(
+      /^2,ann@example\.org,ann@example\.org,deliverable,accepted_email,.*,false$/,
+    );
+    expect(out[2]).toMatch(/^3,info@mailinator\.com,.*,risky,low_quality,\d+,disposable;role,/);
   });
 
   it('batch refuses binary garbage and a 1 MB line with one line on stderr', async () => {
@@ -156,5 +163,72 @@ describe('mailverdict CLI (in-process)', () => {
     expect(long.err).toMatch(/line 1: longer than 65536 bytes/);
     const invalid = await run(['batch', '--offline', '-'], Buffer.from([0x61, 0xff, 0xfe, 0x0a]));
     expect(invalid.code).toBe(2);
+  });
+});
+
+describe('CLI records: index and duplicate', () => {
+  type Row = { index: number; input: string; email: string; duplicate?: boolean };
+  const rows = (out: string[]) => out.map((line) => JSON.parse(line) as Row);
+
+  it('batch: each record carries its input line (blank lines counted) and repeats are marked', async () => {
+    const lines = [
+      'Ann@Example.org',
+      '',
+      'bob@example.org',
+      'ann@EXAMPLE.ORG',
+      '   ',
+      'not an address',
+      'not an address',
+      'ANN@example.org',
+    ];
+    const { code, out } = await run(['batch', '--offline', '-'], lines.join('\n'));
+    expect(code).toBe(0);
+    expect(rows(out).map((r) => [r.index, r.input, r.duplicate])).toEqual([
+      [1, 'Ann@Example.org', undefined],
+      [3, 'bob@example.org', undefined],
+      // The API's rule: the local part compared without case, the domain as A-labels.
+      [4, 'ann@EXAMPLE.ORG', true],
+      [6, 'not an address', undefined],
+      [7, 'not an address', true],
+      [8, 'ANN@example.org', true],
+    ]);
+  });
+
+  it('the same rule as a batch job: the positions the service marks are the ones the CLI marks', async () => {
+    const lines = ['a@x.org', 'A@X.ORG', 'a@xn--bcher-kva.example', 'a@bücher.example', 'b@x.org'];
+    const { out } = await run(['batch', '--offline', '-'], lines.join('\n'));
+    const earlierOf = repeatFinder();
+    const engine = createEngine({ offline: true });
+    const expected = lines.map(
+      (email, position) => earlierOf(email, engine.parse(email), position) !== undefined,
+    );
+    expect(expected).toEqual([false, true, false, true, false]);
+    expect(rows(out).map((r) => r.duplicate === true)).toEqual(expected);
+  });
+
+  it('batch CSV: the index is the row a spreadsheet shows (the header is row 1, blank rows count)', async () => {
+    const csv = 'name,email\nAnn,ann@example.org\n\n"Doe,\nJ",a@x.org\nBob,A@x.org\n';
+    const ndjson = await run(['batch', '--offline', '--csv', '-'], csv);
+    expect(rows(ndjson.out).map((r) => [r.index, r.input, r.duplicate])).toEqual([
+      [2, 'ann@example.org', undefined],
+      // Row 4 spans two lines of the file: one row of a spreadsheet.
+      [4, 'a@x.org', undefined],
+      [5, 'A@x.org', true],
+    ]);
+    const table = await run(['batch', '--offline', '--csv', '-o', 'csv', '-'], csv);
+    expect(table.out.slice(1).map((line) => [line.split(',')[0], line.split(',').at(-1)])).toEqual([
+      ['2', 'false'],
+      ['4', 'false'],
+      ['5', 'true'],
+    ]);
+  });
+
+  it('verify --json: the index is the argument position, and repeats are marked', async () => {
+    const { out } = await run(['verify', '--offline', '--json', 'a@x.org', 'b@x.org', 'A@x.org']);
+    expect(rows(out).map((r) => [r.index, r.input, r.duplicate])).toEqual([
+      [1, 'a@x.org', undefined],
+      [2, 'b@x.org', undefined],
+      [3, 'A@x.org', true],
+    ]);
   });
 });

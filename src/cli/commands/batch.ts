@@ -3,12 +3,13 @@ import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { SingleBar } from 'cli-progress';
 import { createEngine } from '../../compose/engine.js';
+import { repeatFinder } from '../../service/batch/repeats.js';
 import type { Verdict } from '../../engine/verdict.js';
 import { concurrencyOf, engineOptionsOf, methodOf, type EngineFlags } from '../engine-options.js';
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
 import { readCsvColumn, readLines, type InputItem } from '../input.js';
 import { exitCodeOf, line, write, type CliIo, type StopSignal } from '../io.js';
-import { csvFormat, NDJSON, recordOf, type RecordFormat } from '../records.js';
+import { csvFormat, NDJSON, recordOf, type CliRecord, type RecordFormat } from '../records.js';
 import { escapeForTerminal } from '../terminal.js';
 
 export interface BatchFlags extends EngineFlags {
@@ -56,13 +57,18 @@ export async function batchCommand(
   });
   const bar = progressBar(io, flags.progress !== false, input.total);
   const summary = new Summary();
-  const waiting = new Map<number, Verdict>();
+  // By position in what verifyMany reads: the items read and not yet verified, and the
+  // records verified and not yet written.
+  const reading = new Map<number, { index: number; duplicate: boolean }>();
+  const waiting = new Map<number, CliRecord>();
+  const earlierOf = repeatFinder();
   let nextToWrite = 0;
   let read = 0;
 
   async function* addresses(): AsyncGenerator<string> {
     for await (const item of items as AsyncIterable<InputItem>) {
-      read++;
+      const repeat = earlierOf(item.address, engine.parse(item.address), item.index);
+      reading.set(read++, { index: item.index, duplicate: repeat !== undefined });
       yield item.address;
     }
   }
@@ -71,13 +77,13 @@ export async function batchCommand(
     // Ctrl-C) whatever is done goes out, in order, past the gaps.
     const order = all ? [...waiting.keys()].sort((a, b) => a - b) : [];
     for (;;) {
-      const index = all ? order.shift() : nextToWrite;
-      if (index === undefined) break;
-      const verdict = waiting.get(index);
-      if (verdict === undefined) break;
-      waiting.delete(index);
-      nextToWrite = index + 1;
-      await write(io.stdout, format.line(recordOf(verdict)));
+      const position = all ? order.shift() : nextToWrite;
+      if (position === undefined) break;
+      const record = waiting.get(position);
+      if (record === undefined) break;
+      waiting.delete(position);
+      nextToWrite = position + 1;
+      await write(io.stdout, format.line(record));
     }
   };
 
@@ -91,7 +97,9 @@ export async function batchCommand(
     })) {
       summary.add(verdict);
       bar?.update(summary.count);
-      waiting.set(index, verdict);
+      const item = reading.get(index) as { index: number; duplicate: boolean };
+      reading.delete(index);
+      waiting.set(index, recordOf(verdict, item.index, item.duplicate));
       if (index === nextToWrite) await flush(false);
     }
   } catch (error) {

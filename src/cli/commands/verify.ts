@@ -1,4 +1,5 @@
 import { createEngine } from '../../compose/engine.js';
+import { repeatFinder } from '../../service/batch/repeats.js';
 import type { Verdict } from '../../engine/verdict.js';
 import { concurrencyOf, engineOptionsOf, methodOf, type EngineFlags } from '../engine-options.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
@@ -32,7 +33,11 @@ export async function verifyCommand(
     verdicts[index] = verdict;
   }
   if (flags.json === true) {
-    for (const verdict of verdicts) io.stdout.write(NDJSON.line(recordOf(verdict)));
+    const earlierOf = repeatFinder();
+    verdicts.forEach((verdict, position) => {
+      const repeat = earlierOf(verdict.input, engine.parse(verdict.input), position);
+      io.stdout.write(NDJSON.line(recordOf(verdict, position + 1, repeat !== undefined)));
+    });
   } else {
     const rows = verdicts.map((v) => [
       v.email,

@@ -26,6 +26,7 @@ import {
   requireUsableMethod,
 } from '../validate.js';
 import { requireCallbackUrl, type CallbackPolicy } from './callback-url.js';
+import { repeatFinder } from './repeats.js';
 
 /** Filter values looked up per store read at submission. */
 const FILTER_LOOKUP_CHUNK = 500;
@@ -108,22 +109,20 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
   ): Promise<NewJobItem[]> {
     const parsed = emails.map((email) => engine.parse(email));
     const filters = await filterActions(accountId, parsed);
-    const first = new Map<string, number>();
+    const earlierOf = repeatFinder();
     return emails.map((email, position) => {
       const p = parsed[position] as ParseResult;
-      const key = p.ok ? emailKey(p) : email;
-      const earlier = first.get(key);
+      const earlier = earlierOf(email, p, position);
       if (earlier !== undefined) {
         return { email, billable: false, duplicateOf: earlier, result: null };
       }
-      first.set(key, position);
       if (!p.ok) return { email, billable: true, duplicateOf: null, result: null };
       const fixed = testAddressVerdict(p);
       if (fixed !== undefined) {
         const verdict = fixedVerdict(email, p, method, fixed, 'test_address');
         return { email, billable: false, duplicateOf: null, result: resultOf(verdict) };
       }
-      let action = filters.email.get(key);
+      let action = filters.email.get(emailKey(p));
       if (action === undefined && !p.domainLiteral) {
         for (const d of domainChain(p.asciiDomain)) {
           action = filters.domain.get(d);
