@@ -69,7 +69,9 @@ const NOTHING: readonly SessionAction[] = [];
  * transactions -> QUIT. Never DATA: nothing is ever delivered. With PIPELINING (RFC 2920)
  * a whole transaction goes out in one write, one round trip instead of one per recipient.
  * A server that takes fewer recipients per transaction than we send (X.5.3, RFC 5321
- * 4.5.3.1.10) gets the rest in further transactions of at most as many as it took.
+ * 4.5.3.1.10) gets the rest in further transactions of at most as many as it took; a limit
+ * on our client ("too many recipients from <our IP>") is policy to the classifier, an answer
+ * that is never asked again.
  *
  * Never throws for anything a server sends; a reply stream that makes no sense ends the
  * session with `failure` set.
@@ -300,7 +302,7 @@ export class ProbeSession {
           // Our sender is refused: the pipelined RCPTs will fail for that reason, not theirs.
           this.#mailRefused = true;
           this.#outbox = [];
-          this.#failure = classifySession(reply);
+          this.#failure = classifySession(reply, { sender: this.#plan.mailFrom });
           this.#failureReply = reply;
         }
         break;
@@ -320,7 +322,9 @@ export class ProbeSession {
    * and the caller may ask them in a new session.
    */
   #onRcptReply(index: number, reply: SmtpReply): void {
-    const klass = classifyRcpt(reply);
+    const recipient = (this.#plan.recipients[index] as ProbeRecipient).address;
+    // The server may echo the recipient or our sender: only its own words are read.
+    const klass = classifyRcpt(reply, { recipient, sender: this.#plan.mailFrom });
     if (klass !== 'too_many_recipients') {
       this.#answeredInTransaction++;
       this.#answers[index] = { class: klass, reply };
@@ -346,7 +350,10 @@ export class ProbeSession {
 
   /** A refusal outside MAIL FROM (banner, EHLO, STARTTLS, RSET) ends the session. */
   #failWith(reply: SmtpReply): readonly SessionAction[] {
-    const read = reply.code >= 200 && reply.code < 400 ? 'invalid' : classifySession(reply);
+    const read =
+      reply.code >= 200 && reply.code < 400
+        ? 'invalid'
+        : classifySession(reply, { sender: this.#plan.mailFrom });
     // Only MAIL FROM names our sender: elsewhere a plain refusal is just that.
     const klass = read === 'sender_refused' ? 'refused' : read;
     // 421 means the server is closing anyway, and one talking nonsense gets no QUIT.

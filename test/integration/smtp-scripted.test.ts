@@ -8,7 +8,7 @@ import { LOOPBACK_SMTP_OPTIONS } from '../helpers/smtp-server.js';
 
 /**
  * Scripted real-world SMTP servers on 127.0.0.1, each a table row: what the server says at
- * each step, and the verdict DESIGN 3 requires for it. The scripts replay how Gmail,
+ * each step, and the verdict the README's "How a reply is read" requires for it. The scripts replay how Gmail,
  * Exchange Online, Yahoo, the mail filters and the MTAs answer a probe (texts from the
  * reply corpus), and the faults they have: tarpits, drops, 421s, limits.
  */
@@ -223,11 +223,25 @@ const ROWS: readonly Row[] = [
     code: 'mailbox_not_found',
   },
   {
-    name: 'Exchange Online: 550 5.4.1 Recipient address rejected: Access denied is unknown',
+    // Microsoft documents Directory-Based Edge Blocking's AS(201806281) as "the recipient's
+    // address doesn't exist": the marker decides, not "Access denied".
+    name: 'Exchange Online: 550 5.4.1 ... Access denied. AS(201806281) is a missing mailbox',
     script: {
       on: annOnly(
         () =>
           '550 5.4.1 Recipient address rejected: Access denied. AS(201806281) [PR2FRA01FT009.eop-fra01.prod.protection.outlook.com]\r\n',
+      ),
+    },
+    address: 'bob@example.org',
+    expected: ['undeliverable', 'rejected_email'],
+    code: 'mailbox_not_found',
+  },
+  {
+    name: 'Exchange Online: 550 5.4.1 Recipient address rejected: Access denied without the DBEB marker is unknown',
+    script: {
+      on: annOnly(
+        (rcpt) =>
+          `550 5.4.1 [${rcpt}]: Recipient address rejected: Access denied [CY1GCC01FT007.eop-gcc01.prod.protection.outlook.com]\r\n`,
       ),
     },
     address: 'bob@example.org',
@@ -901,5 +915,182 @@ describe('scripted servers: the reply recorded', () => {
         host: '127.0.0.1',
       },
     ]);
+  });
+});
+
+/** One address through `engine.verify` (smtp method), every socket closed after. */
+async function verifyOne(
+  server: ScriptedServer,
+  address: string,
+  profile: 'default' | 'rfc' = 'default',
+): Promise<Verdict> {
+  const domain = address.slice(address.lastIndexOf('@') + 1);
+  const engine = createEngine({
+    dns: createMemoryDns({ [domain]: ['mx.example.org'] }, { 'mx.example.org': ['127.0.0.1'] }),
+    smtpOptions: { ...SMTP_OPTIONS, port: server.port },
+    parse: { profile },
+  });
+  const verdict = await engine.verify(address, { method: 'smtp' });
+  await expectAllClosed(server);
+  return verdict;
+}
+
+/** The RCPT commands a server received for `address`, whatever the case it was sent in. */
+const rcptsFor = (server: ScriptedServer, address: string) =>
+  server.commands.filter(
+    (c) => c.toUpperCase().startsWith('RCPT') && recipient(c).toLowerCase() === address,
+  ).length;
+
+/** A server that refuses `address` with `refusal` (which may echo it) and takes anything else. */
+const refusing = (address: string, refusal: (rcpt: string) => string): Script => ({
+  on: (c) =>
+    c.startsWith('RCPT')
+      ? recipient(c).toLowerCase() === address
+        ? `${refusal(recipient(c))}\r\n`
+        : '550 5.1.1 User unknown\r\n'
+      : null,
+});
+
+describe('scripted servers: the server is judged by its own words, not the address it echoes', () => {
+  // Replies without an enhanced code, so the text decides, each echoing the recipient the way
+  // the server does; the recipients are built from the words that mean "about us".
+  const ECHOES: ReadonlyArray<
+    readonly [server: string, address: string, refusal: (r: string) => string]
+  > = [
+    // smtp.codes/550: Barracuda "550 No such user (email@example.com)".
+    ['Barracuda', 'relay@ip-law.example.net', (r) => `550 No such user (${r})`],
+    // Mail.ru, as reacher and sisimai record it: the address bare, mid-sentence.
+    [
+      'Mail.ru',
+      'abuse@client-portal.example.net',
+      (r) =>
+        `550 Message was not accepted -- invalid mailbox.  Local mailbox ${r} is unavailable: user not found`,
+    ],
+    // Yahoo names the recipient's domain as well as the address.
+    [
+      'Yahoo',
+      'policy.blocked@ehlo-systems.example.net',
+      (r) =>
+        `554 delivery error: dd This user doesn't have a ${r.slice(r.indexOf('@') + 1)} account (${r}) [0] - mta1064.mail.ird.yahoo.com`,
+    ],
+    // Sendmail without enhanced codes: "<x@y>... User unknown".
+    ['Sendmail', 'spam-reports@ip-law.example.net', (r) => `550 <${r}>... User unknown`],
+    // An X.7.x whose text says the recipient does not exist (Tutanota) echoes it in brackets.
+    [
+      'Tutanota',
+      'denied@client-portal.example.net',
+      (r) => `550 5.7.1 <${r}>: Recipient address rejected: Recipient not found`,
+    ],
+    // Exchange Online's Directory-Based Edge Blocking echoes it in square brackets.
+    [
+      'Exchange Online',
+      'helo@ehlo-systems.example.net',
+      (r) =>
+        `550 5.4.1 [${r}]: Recipient address rejected: Access denied. AS(201806281) [DB5EUR01FT088.eop-EUR01.prod.protection.outlook.com]`,
+    ],
+  ];
+
+  it.each(ECHOES)('%s: %s is a missing mailbox', async (_server, address, refusal) => {
+    const server = await serve(refusing(address, refusal));
+    const verdict = await verifyOne(server, address);
+    expect([verdict.state, verdict.reason]).toEqual(['undeliverable', 'rejected_email']);
+    expect(smtpCode(verdict)).toBe('mailbox_not_found');
+  });
+
+  it('a quoted local part (rfc profile) echoed back is still only an echo', async () => {
+    const address = '"client relay"@ip-law.example.net';
+    const server = await serve({
+      on: (c) =>
+        c.startsWith('RCPT')
+          ? c.includes('"client relay"')
+            ? `550 User ${recipient(c)} unknown\r\n`
+            : '550 5.1.1 User unknown\r\n'
+          : null,
+    });
+    const verdict = await verifyOne(server, address, 'rfc');
+    expect([verdict.state, verdict.reason]).toEqual(['undeliverable', 'rejected_email']);
+  });
+
+  it('the same servers still refuse us when their own words are about us', async () => {
+    const address = 'relay@ip-law.example.net';
+    const server = await serve(
+      refusing(address, (r) => `554 5.7.1 <${r}>: Recipient address rejected: Access denied`),
+    );
+    const verdict = await verifyOne(server, address);
+    expect([verdict.state, verdict.reason]).toEqual(['risky', 'unavailable_smtp']);
+  });
+});
+
+describe('scripted servers: a policy code whose words say the recipient does not exist', () => {
+  for (const [name, refusal] of [
+    // Yandex's NwSMTP (src/smtp_connection.cpp) answers an unknown recipient this way.
+    ['Yandex: 550 5.7.1 No such user!', '550 5.7.1 No such user!'],
+    // qmail-ldap behind a Postfix relay (dada-mail's bounce parser records it).
+    ['qmail-ldap: (#5.7.17)', '550 sorry, no mailbox here by that name. (#5.7.17)'],
+    // Microsoft documents Directory-Based Edge Blocking's AS(201806281) as "recipient not found".
+    [
+      'Exchange Online DBEB: 5.4.1 ... AS(201806281)',
+      '550 5.4.1 Recipient address rejected: Access denied. AS(201806281) [PR2FRA01FT009.eop-fra01.prod.protection.outlook.com]',
+    ],
+  ] as const) {
+    it(`${name} is a missing mailbox`, async () => {
+      const server = await serve(refusing('bob@example.org', () => refusal));
+      const verdict = await verifyOne(server, 'bob@example.org');
+      expect([verdict.state, verdict.reason]).toEqual(['undeliverable', 'rejected_email']);
+      expect(smtpCode(verdict)).toBe('mailbox_not_found');
+    });
+  }
+
+  it('Postfix: 554 5.7.1 Recipient address rejected: Access denied stays policy', async () => {
+    const server = await serve(
+      refusing(
+        'bob@example.org',
+        (r) => `554 5.7.1 <${r}>: Recipient address rejected: Access denied`,
+      ),
+    );
+    const verdict = await verifyOne(server, 'bob@example.org');
+    expect([verdict.state, verdict.reason]).toEqual(['risky', 'unavailable_smtp']);
+    expect(smtpCode(verdict)).toBe('sender_blocked');
+  });
+});
+
+describe('scripted servers: a rate limit on our client is not "too many recipients"', () => {
+  // Postfix smtpd_client_recipient_rate_limit (smtpd.c): past the limit, every RCPT from the
+  // client gets "450 4.7.1 Error: too many recipients from <client address>", in this
+  // transaction or the next. A retry only adds load to a server that asked us to slow down.
+  for (const [name, limited] of [
+    [
+      'Postfix: 450 4.7.1 Error: too many recipients from 127.0.0.1',
+      '450 4.7.1 Error: too many recipients from 127.0.0.1\r\n',
+    ],
+    ['the same without an enhanced code', '450 Error: too many recipients from 127.0.0.1\r\n'],
+    ['Postfix over IPv6', '450 4.7.1 Error: too many recipients from 2001:db8::25\r\n'],
+  ] as const) {
+    it(`${name}: unknown, and never asked again`, async () => {
+      let rcpts = 0;
+      const server = await serve({
+        on: (c) => (c.startsWith('RCPT') ? (++rcpts > 1 ? limited : annOnly()(c)) : null),
+      });
+      const verdict = await verifyOne(server, 'ann@example.org');
+      expect([verdict.state, verdict.reason]).toEqual(['risky', 'unavailable_smtp']);
+      expect(smtpCode(verdict)).toBe('sender_blocked');
+      expect(rcptsFor(server, 'ann@example.org')).toBe(1);
+      expect(server.commands.filter((c) => c.startsWith('MAIL'))).toHaveLength(1);
+      expect(server.connections()).toBe(1);
+    });
+  }
+
+  it('Gmail: 452-4.5.3 Your message has too many recipients is the transaction limit: asked again', async () => {
+    const server = await serve({
+      on: (c, conversation) =>
+        c.startsWith('RCPT')
+          ? conversation.rcpts > 1
+            ? "452-4.5.3 Your message has too many recipients. For more information regarding\r\n452 4.5.3 Google's sending limits, visit https://support.google.com/mail/answer/6592 - gsmtp\r\n"
+            : annOnly()(c)
+          : null,
+    });
+    const verdict = await verifyOne(server, 'ann@example.org');
+    expect([verdict.state, verdict.reason]).toEqual(['deliverable', 'accepted_email']);
+    expect(rcptsFor(server, 'ann@example.org')).toBe(2);
   });
 });

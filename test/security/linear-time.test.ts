@@ -5,7 +5,8 @@ import { MAX_INPUT_LENGTH } from '../../src/address/limits.js';
 import { MAX_LINE_BYTES, readCsvColumn, readLines } from '../../src/cli/input.js';
 import { resolveClientIp } from '../../src/http/client-ip.js';
 import { canonicalIp, canonicalRange } from '../../src/service/ip-ranges.js';
-import { ReplyReader } from '../../src/smtp/reply.js';
+import { classifyRcpt, classifySession } from '../../src/smtp/classify.js';
+import { MAX_REPLY_BYTES, ReplyReader } from '../../src/smtp/reply.js';
 
 /**
  * Work on hostile input grows linearly with its length, measured without a clock: every
@@ -254,6 +255,45 @@ describe('the SMTP reply reader', () => {
     expect(error).toBe('reply_too_large');
     expect(fed).toBeLessThanOrEqual(5);
   });
+});
+
+describe('the SMTP reply classifier', () => {
+  // Replies of up to 64 KiB built to make an echo scanner rescan: runs of '@', quotes that
+  // never close, brackets that never close, domain runs, literals, and plain words.
+  const HOSTILE_REPLIES: Record<string, (n: number) => string> = {
+    'at-signs': (n) => '@'.repeat(n),
+    'local parts and at-signs': (n) => 'a@'.repeat(n),
+    'quotes and at-signs': (n) => '"@'.repeat(n),
+    'escaped quotes and at-signs': (n) => '\\"@'.repeat(n),
+    'an unclosed quote before an at-sign': (n) => `${'a"'.repeat(n)}@x`,
+    'a long quoted local part': (n) => `"${'a '.repeat(n)}"@x`,
+    'unclosed angle brackets': (n) => '<'.repeat(n),
+    'an angle bracket never closed': (n) => `<${'a'.repeat(n)}`,
+    'unclosed address literals': (n) => '@['.repeat(n),
+    'address literals with dots': (n) => '@[1.'.repeat(n),
+    'a long dot-atom': (n) => `${'a.'.repeat(n)}@${'b.'.repeat(n)}`,
+    'the recipient domain over and over': (n) => 'ip-law.example.'.repeat(n),
+    'the recipient literal over and over': (n) => '192.0.2.1.'.repeat(n),
+    words: (n) => 'user unknown relay access denied '.repeat(n),
+  };
+
+  it.each(Object.entries(HOSTILE_REPLIES))(
+    'reads a number of units linear in the reply: %s',
+    (_shape, build) => {
+      for (const recipient of ['relay@ip-law.example', 'a@[192.0.2.1]']) {
+        const points = slopes(
+          (n) => build(n).slice(0, MAX_REPLY_BYTES),
+          (text) => {
+            const reply = { code: 550, enhanced: '5.7.1', text, lines: [text] };
+            const sent = { recipient, sender: 'verify@example.net' };
+            return [classifyRcpt(reply, sent), classifySession(reply, sent)];
+          },
+          [256, 2_048, 16_384],
+        );
+        expectLinear(points);
+      }
+    },
+  );
 });
 
 describe('X-Forwarded-For', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { classifyRcpt, classifySession, type ReplyClass } from '../../src/smtp/classify.js';
 import { ReplyReader } from '../../src/smtp/reply.js';
 
-/** One real reply, as a server sent it, with where it was seen and what DESIGN 3 makes of it. */
+/** One real reply, as a server sent it, with where it was seen and what the classifier makes of it. */
 interface CorpusEntry {
   readonly server: string;
   readonly phase: 'rcpt' | 'mail' | 'banner' | 'ehlo';
@@ -74,7 +74,7 @@ describe('the reply corpus', () => {
   });
 });
 
-describe('classifying the corpus (DESIGN 3)', () => {
+describe('classifying the corpus', () => {
   it.each(
     CORPUS.map((entry, index) => [
       `${entry.server} ${entry.phase} ${entry.reply[0]?.slice(0, 9) ?? ''} #${index}`,
