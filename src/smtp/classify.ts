@@ -1,3 +1,5 @@
+import { isAtext } from '../address/local-part.js';
+import { isLdhCode } from '../address/unicode.js';
 import type { ReplyClass } from '../ports/smtp.js';
 import type { SmtpReply } from './reply.js';
 
@@ -510,30 +512,12 @@ function isLiteralChar(c: number): boolean {
 
 /** RFC 5322 atext and '.', and any non-ASCII character (RFC 6531 UTF-8 local parts). */
 function isLocalPartChar(c: number): boolean {
-  return (
-    c >= 0x80 ||
-    isAlphanumeric(c) ||
-    c === DOT ||
-    (c >= 0x23 && c <= 0x27) || // # $ % & '
-    c === 0x21 || // !
-    c === 0x2a || // *
-    c === 0x2b || // +
-    c === 0x2d || // -
-    c === 0x2f || // /
-    c === 0x3d || // =
-    c === 0x3f || // ?
-    (c >= 0x5e && c <= 0x60) || // ^ _ `
-    (c >= 0x7b && c <= 0x7e) // { | } ~
-  );
+  return c >= 0x80 || c === DOT || isAtext(c);
 }
 
 /** Letters, digits, '-', '.', '_' and any non-ASCII character (U-labels). */
 function isDomainChar(c: number): boolean {
-  return c >= 0x80 || isAlphanumeric(c) || c === DOT || c === 0x2d || c === 0x5f;
-}
-
-function isAlphanumeric(c: number): boolean {
-  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+  return c >= 0x80 || c === DOT || c === 0x5f || isLdhCode(c);
 }
 
 /** X.7.x (policy) or X.1.7/X.1.8 (our sender). */
