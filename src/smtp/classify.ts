@@ -326,6 +326,11 @@ function laterCodeAboutUs(reply: SmtpReply, klass: string): RegExpExecArray | nu
   return sender;
 }
 
+/** X.7.x (policy) or X.1.7/X.1.8 (our sender). */
+function isAboutUs(parts: RegExpExecArray): boolean {
+  return parts[2] === '7' || (parts[2] === '1' && (parts[3] === '7' || parts[3] === '8'));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Echoes. Servers repeat what we sent: "550 5.1.1 <x@y>: Recipient address rejected", "550
 // <x@y>... User unknown", "550 No such user (x@y)", "Local mailbox x@y is unavailable", "550
@@ -518,11 +523,6 @@ function isLocalPartChar(c: number): boolean {
 /** Letters, digits, '-', '.', '_' and any non-ASCII character (U-labels). */
 function isDomainChar(c: number): boolean {
   return c >= 0x80 || c === DOT || c === 0x5f || isLdhCode(c);
-}
-
-/** X.7.x (policy) or X.1.7/X.1.8 (our sender). */
-function isAboutUs(parts: RegExpExecArray): boolean {
-  return parts[2] === '7' || (parts[2] === '1' && (parts[3] === '7' || parts[3] === '8'));
 }
 
 function judge(rules: readonly Rule[], reading: Reading): ReplyClass {
