@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createEngine, SMTP_FINDINGS, type ProbeClass } from '../src/index.js';
+import { DISPOSABLE_COUNT } from '../src/data/generated/disposable.js';
 import { createMemoryDns, createMemorySmtp } from '../src/testing.js';
 
 /**
@@ -47,22 +48,86 @@ describe('README examples', () => {
     expect(README).toContain("(await engine.verify('ann@down.example.org')).reason; // 'timeout'");
   });
 
-  it('the quick start table is what the CLI prints', async () => {
+  it('the quick start table is what the CLI prints for the command shown', async () => {
     const { main } = await import('../src/cli/main.js');
     const { PassThrough, Readable } = await import('node:stream');
+    const command = /npm run mailverdict -- (verify .*)$/m.exec(README)?.[1] ?? '';
+    // The shell's words: quoted or bare, none holding a space.
+    const words = [...command.matchAll(/"([^"]*)"|(\S+)/g)].map((match) => match[1] ?? match[2]);
+    expect(words).toContain('ann@gmial.com');
     const stdout = new PassThrough();
     let printed = '';
     stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
-    await main(
-      ['verify', '--offline', 'alice@example.org', 'info@mailinator.com', 'bad..dots@example.com'],
-      {
-        stdout,
-        stderr: new PassThrough(),
-        stdin: Readable.from([]),
-        onInterrupt: () => () => {},
-      },
+    await main(words as string[], {
+      stdout,
+      stderr: new PassThrough(),
+      stdin: Readable.from([]),
+      onInterrupt: () => () => {},
+    });
+    const table = printed.trim().split('\n');
+    expect(table).toHaveLength(words.filter((word) => word?.includes('@')).length + 1);
+    for (const line of table) expect(README).toContain(`\n${line}\n`);
+  });
+
+  it('the did-you-mean table: what an offline engine answers, standard then quick', () => {
+    const engine = createEngine({ offline: true });
+    const section = README.slice(README.indexOf('| address '));
+    const rows = section
+      .slice(0, section.indexOf('\n\n'))
+      .split('\n')
+      .filter((line) => line.startsWith('| `'));
+    expect(rows.length).toBeGreaterThanOrEqual(10);
+    // A cell's first code span, read as the JavaScript literal it shows.
+    const literal = (cell: string | undefined): unknown => {
+      const code = /`([^`]*)`/.exec(cell ?? '')?.[1] ?? (cell ?? '').trim();
+      return JSON.parse(code.replaceAll("'", '"'));
+    };
+    for (const row of rows) {
+      const [, address, didYouMean, state, score, factors, disposable, quick] = row.split('|');
+      const typed = /`([^`]+)`/.exec(address ?? '')?.[1] as string;
+      const standard = engine.verifySync(typed);
+      expect(
+        {
+          typed,
+          didYouMean: standard.didYouMean,
+          state: standard.state,
+          score: standard.score,
+          riskFactors: standard.riskFactors,
+          disposable: standard.disposable,
+          quick: engine.verifySync(typed, { method: 'quick' }).disposable,
+        },
+        row,
+      ).toEqual({
+        typed,
+        didYouMean: literal(didYouMean),
+        state: literal(state),
+        score: literal(score),
+        riskFactors: literal(factors),
+        disposable: literal(disposable),
+        quick: literal(quick),
+      });
+    }
+    // The five slips the README names first, and the one of its introduction.
+    for (const typed of ['gmial.com', 'gmai.com', 'hotmal.com', 'yahooo.com', 'outlok.com']) {
+      expect(
+        rows.some((row) => row.includes(`\`ann@${typed}\``)),
+        typed,
+      ).toBe(true);
+    }
+    expect(README).toContain('(`did_you_mean`: `ann@gmial.com` -> `ann@gmail.com`)');
+    expect(engine.verifySync('ann@gmial.com').didYouMean).toBe('ann@gmail.com');
+  });
+
+  it('the Data section counts the merged disposable list and the typo-squats left out', () => {
+    const generated = readFileSync(
+      new URL('../src/data/generated/disposable.ts', import.meta.url),
+      'utf8',
     );
-    for (const line of printed.trim().split('\n')) expect(README).toContain(line);
+    const squats = /^\/\/ (\d+) typo-squats the typo check corrects/m.exec(generated)?.[1];
+    expect(README).toMatch(
+      new RegExp(`typo-squat\\s+the typo check corrects \\(${squats} of them`),
+    );
+    expect(README).toContain(`The merged list of ${DISPOSABLE_COUNT.toLocaleString('en')}`);
   });
 
   it('the SMTP outcome table: the names the twin takes, their findings and real verdicts', async () => {

@@ -157,7 +157,8 @@ export function typo(suggest: (domain: string) => string | null = defaultSuggest
 const DEFAULT_LISTS: TypoLists = { ranked: RANKED_MAIL_DOMAINS, known: KNOWN_MAIL_DOMAINS };
 
 let defaultSuggest: ((domain: string) => string | null) | undefined;
-function defaultSuggester(): (domain: string) => string | null {
+/** The suggester over the default lists, built on first use and shared. */
+export function defaultSuggester(): (domain: string) => string | null {
   return (defaultSuggest ??= createTypoSuggester());
 }
 

@@ -5,7 +5,8 @@ let disposableDomains: PackedDomainSet | undefined;
 
 /**
  * The merged disposable list (disposable-email-domains, burner-email-providers and
- * mailchecker, less free providers and data/disposable-allow.txt), compiled at build time by
+ * mailchecker, less free providers, data/disposable-allow.txt and the typo-squats the typo
+ * check corrects), compiled at build time by
  * scripts/compile-lists.mjs. Its lookup table is built on first use: a process that never
  * checks disposability pays only for loading one string.
  */

@@ -2,18 +2,28 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseAddress, type ParsedAddress } from '../../src/address/parse.js';
 import type { AddressFacts } from '../../src/checks/checker.js';
+import { slipsOf } from '../../bench/typo-corpus.js';
+import { disposable } from '../../src/checks/disposable.js';
+import { DomainSet } from '../../src/checks/domain-set.js';
 import { adjacent, createTypoSuggester, slipOf, typo } from '../../src/checks/typo.js';
 import { DISPOSABLE_DOMAINS } from '../../src/data/disposable.js';
 import { FREE_PROVIDER_DOMAINS } from '../../src/data/generated/lists.js';
 import { COMPANY_DOMAINS, RANKED_MAIL_DOMAINS } from '../../src/data/generated/typo-lists.js';
 import { createEngine } from '../../src/compose/engine.js';
+import { createMemoryDns, createMemorySmtp } from '../../src/testing.js';
 import { verifyCommand } from '../../src/cli/commands/verify.js';
 import { csvFormat, recordOf } from '../../src/cli/records.js';
 import { toDetailed, toShapeB } from '../../src/format/shapes.js';
 import { PassThrough } from 'node:stream';
 import { fcParams } from '../helpers/fast-check.js';
+// @ts-expect-error: a plain .mjs build script without type declarations
+import { disposableSources } from '../../scripts/compile-lists.mjs';
 
 const suggest = createTypoSuggester();
+/** The maintained burner lists as their packages ship them, before the build leaves out any. */
+const DISPOSABLE_SOURCES = (disposableSources as () => { domains: string[] }[])().map(
+  (source) => new DomainSet(source.domains.map((entry) => entry.trim().toLowerCase())),
+);
 const KNOWN = [...RANKED_MAIL_DOMAINS, ...FREE_PROVIDER_DOMAINS, ...COMPANY_DOMAINS];
 
 function facts(address: string): AddressFacts {
@@ -153,8 +163,10 @@ describe('did_you_mean in verdicts', () => {
   it('lowers the score without deciding the state (standard)', () => {
     const typoed = engine.verifySync('ann@hotmial.com');
     expect(typoed.didYouMean).toBe('ann@hotmail.com');
-    expect(typoed.riskFactors).toContain('possible_typo');
-    // hotmial.com is on a disposable list: that, not the typo, makes it risky.
+    expect(typoed.riskFactors).toEqual(['possible_typo']);
+    // hotmial.com is on a burner list, yet a typo first: not disposable, and still deliverable.
+    expect([typoed.state, typoed.disposable]).toEqual(['deliverable', false]);
+    expect(typoed.score).toBeLessThan(engine.verifySync('ann@hotmail.com').score);
     const plain = engine.verifySync('ann@gmal.com');
     expect(plain.didYouMean).toBe('ann@gmail.com');
     expect(toDetailed(plain).did_you_mean).toBe('ann@gmail.com');
@@ -176,6 +188,93 @@ describe('did_you_mean in verdicts', () => {
     expect(quick.didYouMean).toBeNull();
     expect(quick.checks.map((c) => c.check)).not.toContain('typo');
     expect(toDetailed(engine.verifySync('x')).did_you_mean).toBeNull();
+  });
+});
+
+describe('a typo is a typo first: a domain the typo check corrects is never disposable', () => {
+  const real = new Set(KNOWN);
+  /** Every single slip of the name or of the suffix of every ranked mail domain. */
+  const slips = new Set<string>();
+  for (const domain of RANKED_MAIL_DOMAINS) {
+    const dot = domain.indexOf('.');
+    const [name, suffix] = [domain.slice(0, dot), domain.slice(dot + 1)];
+    for (const slip of slipsOf(name).keys()) slips.add(`${slip}.${suffix}`);
+    for (const slip of slipsOf(suffix).keys()) slips.add(`${name}.${slip}`);
+  }
+  // The typo-squats: the slips the typo check identifies (a slip that is a real domain, or
+  // that the short-name rules leave alone, is no typo to report).
+  // `hotmail.f4` is no address at all (a TLD ends in a letter): the syntax check answers it.
+  const squats = [...slips].filter(
+    (domain) => !real.has(domain) && suggest(domain) !== null && parseAddress(`ann@${domain}`).ok,
+  );
+  const listed = (domain: string) => DISPOSABLE_SOURCES.some((list) => list.has(domain));
+
+  it('covers the slips the README names, and the burner lists hold hundreds of them', () => {
+    expect(squats).toEqual(
+      expect.arrayContaining(['gmial.com', 'gmai.com', 'hotmal.com', 'yahooo.com', 'outlok.com']),
+    );
+    expect(squats.length).toBeGreaterThan(15_000);
+    expect(squats.filter(listed).length).toBeGreaterThan(200);
+  });
+
+  it.each([
+    ['the maintained lists', undefined],
+    ['a list of the host holding every squat', () => disposable({ list: new DomainSet(squats) })],
+  ])('with %s: did_you_mean set and disposable false, standard and quick', (_n, makeChecker) => {
+    const checker = makeChecker?.();
+    const engine = createEngine({
+      offline: true,
+      ...(checker === undefined ? {} : { checkers: { disposable: checker } }),
+    });
+    for (const domain of squats) {
+      const address = `ann@${domain}`;
+      const standard = engine.verifySync(address);
+      const ran = standard.checks.some((finding) => finding.check === 'disposable');
+      expect([address, standard.didYouMean, standard.disposable, standard.riskFactors]).toEqual([
+        address,
+        `ann@${suggest(domain)}`,
+        ran ? false : null,
+        ['possible_typo'],
+      ]);
+      const quick = engine.verifySync(address, { method: 'quick' });
+      expect([address, quick.disposable, quick.riskFactors]).toEqual([
+        address,
+        ran ? false : null,
+        [],
+      ]);
+    }
+  });
+
+  it('holds in the smtp method too, whatever the mailbox answers', async () => {
+    const engine = createEngine({
+      dns: createMemoryDns({ 'gmial.com': ['mx.gmial.com'] }),
+      smtp: createMemorySmtp({ mailboxes: { 'ann@gmial.com': 'accepted' } }),
+      checkers: { disposable: disposable({ list: new DomainSet(['gmial.com']) }) },
+    });
+    const verdict = await engine.verify('ann@gmial.com', { method: 'smtp' });
+    expect([verdict.didYouMean, verdict.disposable]).toEqual(['ann@gmail.com', false]);
+    expect(verdict.riskFactors).toContain('possible_typo');
+    expect(verdict.riskFactors).not.toContain('disposable');
+  });
+
+  it('follows the typo check that ran (standard), and a suggester given to the checker (quick)', () => {
+    const list = new DomainSet(['acme-mial.com', 'gmial.com', 'mailinator.com']);
+    const own = createTypoSuggester({ ranked: ['acme-mail.com'] });
+    const engine = createEngine({
+      offline: true,
+      checkers: { typo: typo(own), disposable: disposable({ list, typo: own }) },
+    });
+    const standard = engine.verifySync('ann@acme-mial.com');
+    expect([standard.didYouMean, standard.disposable]).toEqual(['ann@acme-mail.com', false]);
+    expect(engine.verifySync('ann@acme-mial.com', { method: 'quick' }).disposable).toBe(false);
+    // A slip under a listed parent: the maintained list names xo.uk, a burner service.
+    expect(DISPOSABLE_DOMAINS().has('xo.uk')).toBe(true);
+    const maintained = createEngine({ offline: true });
+    expect(maintained.verifySync('ann@hotmail.xo.uk', { method: 'quick' }).disposable).toBe(false);
+    expect(maintained.verifySync('ann@box.xo.uk', { method: 'quick' }).disposable).toBe(true);
+    // Not a slip of anything the host's suggester knows: the host's list decides.
+    expect(engine.verifySync('ann@gmial.com', { method: 'quick' }).disposable).toBe(true);
+    expect(engine.verifySync('ann@mailinator.com').disposable).toBe(true);
   });
 });
 

@@ -3,6 +3,7 @@ import { getPublicSuffix } from 'tldts';
 import { describe, expect, it } from 'vitest';
 import { parseAddress, type ParsedAddress } from '../../src/address/parse.js';
 import { disposable } from '../../src/checks/disposable.js';
+import { createTypoSuggester } from '../../src/checks/typo.js';
 import { PackedDomainSet } from '../../src/checks/packed-domain-set.js';
 import { DISPOSABLE_DOMAINS } from '../../src/data/disposable.js';
 import { DISPOSABLE_COUNT, DISPOSABLE_PACKED } from '../../src/data/generated/disposable.js';
@@ -18,6 +19,8 @@ import {
 } from '../../scripts/compile-lists.mjs';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { readList } from '../../scripts/compile-data.mjs';
+
+type Suggester = (domain: string) => string | null;
 
 interface Source {
   name: string;
@@ -47,11 +50,14 @@ function flagged(domain: string, check = disposable()): boolean {
 describe('compiled lists', () => {
   it('src/data/generated/{typo-lists,disposable}.ts are up to date (run `npm run data`)', () => {
     expect(generated('typo-lists.ts')).toBe((compileTypoLists as () => string)());
-    expect(generated('disposable.ts')).toBe((compileDisposable as () => string)());
+    expect(generated('disposable.ts')).toBe(
+      (compileDisposable as (suggest: Suggester) => string)(createTypoSuggester()),
+    );
   });
 
   it('the packed disposable list equals its sources, as A-labels, less the exclusions', () => {
-    const { domains } = (mergeDisposable as () => { domains: string[] })();
+    const suggest = createTypoSuggester();
+    const { domains } = (mergeDisposable as (suggest: Suggester) => { domains: string[] })(suggest);
     const excluded = new Set([...free, ...allow]);
     const expected = new Set<string>();
     for (const source of sources) {
@@ -60,12 +66,15 @@ describe('compiled lists', () => {
         if (domain !== null && !excluded.has(domain)) expected.add(domain);
       }
     }
-    // Only public suffixes (`com.ar` on burner-email-providers) go besides the exclusions.
+    // Only public suffixes (`com.ar` on burner-email-providers) and the typo-squats the typo
+    // check corrects (`gmial.com`: a typo is a typo first) go besides the exclusions.
     const packed = new Set(DISPOSABLE_PACKED.split('\n'));
     expect(packed.size).toBe(DISPOSABLE_COUNT);
     expect(domains.length).toBe(DISPOSABLE_COUNT);
     const missing = [...expected].filter((d) => !packed.has(d));
-    expect(missing.filter((d) => d.includes('.') && getPublicSuffix(d) !== d)).toEqual([]);
+    const squats = missing.filter((d) => suggest(d) !== null);
+    expect(squats).toEqual(expect.arrayContaining(['gmial.com', 'hotmal.com', 'outlok.com']));
+    expect(missing.filter((d) => d.includes('.') && getPublicSuffix(d) !== d)).toEqual(squats);
     expect([...packed].filter((d) => !expected.has(d))).toEqual([]);
     const set = DISPOSABLE_DOMAINS();
     expect([...packed].filter((d) => !set.has(d))).toEqual([]);
