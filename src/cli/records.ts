@@ -1,31 +1,45 @@
 import { stringify } from 'csv-stringify/sync';
 import type { Verdict } from '../engine/verdict.js';
-import { DETAILED_FIELDS, toDetailed, type DetailedResult } from '../format/shapes.js';
+import { DETAILED_FIELDS, toBatchRecord, type BatchRecord } from '../format/shapes.js';
 import { safeJson } from './terminal.js';
 
 /**
- * What the CLI writes for one address: where it was in the input, the input as given, the
- * verdict, and why; `duplicate: true` (as in the API's results) when it repeats an earlier
- * address of the same run.
+ * What the CLI writes for one address: where it was in the input, the input as given, then the
+ * record a batch's results carry (the detailed shape, the risk factors, the error), and
+ * `duplicate: true` (as in the API's results) when it repeats an earlier address of the run.
  */
-export interface CliRecord extends DetailedResult {
+export interface CliRecord extends BatchRecord {
   /** The input line, or the CSV row (a header is row 1), 1-based; an argument's position. */
   index: number;
   input: string;
-  risk_factors: string[];
-  error: { code: string; message: string } | null;
   duplicate?: true;
 }
 
+/** Where a record's address was, and whether it repeats an earlier one. */
+export interface RecordPlace {
+  readonly index: number;
+  readonly input: string;
+  readonly duplicate: boolean;
+}
+
+/** The record of a verdict verified here. */
 export function recordOf(verdict: Verdict, index: number, duplicate = false): CliRecord {
-  return {
-    index,
-    input: verdict.input,
-    ...toDetailed(verdict),
-    risk_factors: [...verdict.riskFactors],
-    error: verdict.error === null ? null : { ...verdict.error },
-    ...(duplicate ? { duplicate: true as const } : {}),
-  };
+  return cliRecordOf({ index, input: verdict.input, duplicate }, toBatchRecord(verdict));
+}
+
+/**
+ * The record of one address from its batch record, whether this process verified it or a
+ * server's results carried it: one builder, so that local and `--server` runs write the same
+ * fields in the same order. A field the server adds beyond these is not written.
+ */
+export function cliRecordOf(place: RecordPlace, record: BatchRecord): CliRecord {
+  const out: Record<string, unknown> = { index: place.index, input: place.input };
+  for (const field of DETAILED_FIELDS) out[field] = record[field];
+  out.risk_factors = [...record.risk_factors];
+  out.error =
+    record.error === null ? null : { code: record.error.code, message: record.error.message };
+  if (place.duplicate) out.duplicate = true;
+  return out as unknown as CliRecord;
 }
 
 /** One output format: a header (CSV) and a line per record, each ending in a newline. */

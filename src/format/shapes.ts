@@ -1,3 +1,4 @@
+import type { ParseErrorCode } from '../address/errors.js';
 import type { RiskFactor } from '../checks/checker.js';
 import type { State } from '../engine/score.js';
 import type { Reason, Verdict } from '../engine/verdict.js';
@@ -54,6 +55,22 @@ export const DETAILED_FIELDS: readonly DetailedField[] = [
   'did_you_mean',
   'duration',
 ];
+
+/**
+ * One record of a batch's results: the detailed shape, every risk factor found, and why the
+ * syntax check failed (null when it passed). The CLI writes the same record, so that a list
+ * verified here or through a server reads alike.
+ */
+export interface BatchRecord extends DetailedResult {
+  risk_factors: RiskFactor[];
+  error: { code: ParseErrorCode; message: string } | null;
+}
+
+/** What a batch's record has beyond the detailed shape. */
+export const RESULT_RECORD_FIELDS = ['risk_factors', 'error'] as const satisfies readonly Exclude<
+  keyof BatchRecord,
+  keyof DetailedResult
+>[];
 
 /** Shape B's status: only an undeliverable address is invalid. */
 export const SHAPE_B_STATUSES = ['valid', 'invalid'] as const;
@@ -137,6 +154,15 @@ export function toDetailed(verdict: Verdict): DetailedResult {
     no_reply: verdict.noReply,
     did_you_mean: verdict.didYouMean,
     duration: roundedDuration(verdict.duration),
+  };
+}
+
+export function toBatchRecord(verdict: Verdict): BatchRecord {
+  return {
+    ...toDetailed(verdict),
+    risk_factors: [...verdict.riskFactors],
+    error:
+      verdict.error === null ? null : { code: verdict.error.code, message: verdict.error.message },
   };
 }
 

@@ -8,6 +8,7 @@
  *
  * The schemas under components keep their names: clients generate their types from them.
  */
+import { PARSE_ERROR_CODES } from '../address/errors.js';
 import { RISK_FACTORS } from '../checks/checker.js';
 import { METHOD_NAMES } from '../engine/methods.js';
 import { STATES } from '../engine/score.js';
@@ -15,6 +16,7 @@ import { REASONS } from '../engine/verdict.js';
 import {
   COMPACT_FIELDS,
   DETAILED_FIELDS,
+  RESULT_RECORD_FIELDS,
   SHAPE_B_FIELDS,
   SHAPE_B_OPTIONAL,
   SHAPE_B_STATUSES,
@@ -196,8 +198,9 @@ const OPERATIONS: Readonly<Record<OperationId, OperationDoc>> = {
   batchResults: {
     summary: "A completed batch's results, streamed",
     description:
-      'Every record in input order, each the detailed shape (plus `duplicate: true` where ' +
-      'the address repeats an earlier one). JSON by default; CSV or NDJSON by `format=` or Accept.',
+      'Every record in input order, each the detailed shape with `risk_factors` and `error` ' +
+      '(plus `duplicate: true` where the address repeats an earlier one). JSON by default; ' +
+      'CSV (the detailed shape and `duplicate`) or NDJSON by `format=` or Accept.',
     responses: {
       '200': {
         description: 'The records.',
@@ -696,8 +699,19 @@ export const OPENAPI_DOCUMENT = {
       },
       BatchRecord: {
         type: 'object',
-        required: DETAILED_FIELDS,
-        properties: { ...DETAILED_PROPERTIES, duplicate: { type: 'boolean' } },
+        required: [...DETAILED_FIELDS, ...RESULT_RECORD_FIELDS],
+        properties: {
+          ...DETAILED_PROPERTIES,
+          risk_factors: SHAPE_B_PROPERTIES.risk_factors,
+          error: {
+            description: 'Why the syntax check failed, else null.',
+            type: ['object', 'null'],
+            additionalProperties: false,
+            required: ['code', 'message'],
+            properties: { code: { enum: PARSE_ERROR_CODES }, message: { type: 'string' } },
+          },
+          duplicate: { type: 'boolean' },
+        },
       },
       FilterType: { enum: FILTER_TYPES },
       FilterAction: { enum: FILTER_ACTIONS },

@@ -111,6 +111,30 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
     expect(entries.filter((e) => e.kind === 'settle')).toHaveLength(4);
   });
 
+  it("carries each verdict's risk factors and syntax error in its record", async () => {
+    const { service, caller } = await setup();
+    const emails = ['info@mailinator.com', 'bad..dots@example.org', 'bob@example.com'];
+    const created = await service.submitBatch(caller, { emails, method: 'standard' });
+    await service.batchWork.idle();
+    const records = (
+      await text(await service.batchResults(caller, created.id, { format: 'ndjson' }))
+    )
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const engine = createEngine({ offline: true });
+    const expected = await Promise.all(
+      emails.map(async (email) => {
+        const verdict = await engine.verify(email, { method: 'standard' });
+        return { risk_factors: [...verdict.riskFactors], error: verdict.error };
+      }),
+    );
+    expect(records.map(({ risk_factors, error }) => ({ risk_factors, error }))).toEqual(expected);
+    expect(records[0]?.risk_factors).toEqual(expect.arrayContaining(['disposable', 'role']));
+    expect(records[1]?.error).toMatchObject({ code: 'consecutive_dots' });
+    expect(records[2]).toMatchObject({ risk_factors: [], error: null });
+  });
+
   it('makes test addresses and filter matches free', async () => {
     const { service, caller, store } = await setup();
     await service.createFilter(caller, {

@@ -5,7 +5,7 @@ import { FILTER_VERDICTS, fixedVerdict } from '../../engine/fixed-verdict.js';
 import type { MethodName } from '../../engine/methods.js';
 import { testAddressVerdict } from '../../engine/test-addresses.js';
 import type { Verdict } from '../../engine/verdict.js';
-import { toDetailed } from '../../format/shapes.js';
+import { toBatchRecord } from '../../format/shapes.js';
 import type {
   FilterAction,
   JobRecord,
@@ -64,9 +64,9 @@ export const jobHoldRef = (jobId: string, hold: number) =>
 export const jobItemRef = (jobId: string, position: number) =>
   `${SERVICE_REF_PREFIX}batch:${jobId}:item:${position}`;
 
-/** The detailed record of a verdict, as stored and downloaded, with the state it counts as. */
+/** The record of a verdict, as stored and downloaded, with the state it counts as. */
 export function resultOf(verdict: Verdict): JobResult {
-  return { record: JSON.stringify(toDetailed(verdict)), state: verdict.state };
+  return { record: JSON.stringify(toBatchRecord(verdict)), state: verdict.state };
 }
 
 export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
