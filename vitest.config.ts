@@ -10,7 +10,7 @@ export default defineConfig({
         replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)),
       },
       {
-        find: /^mailverdict\/(bullmq|http|node|parse|redis|service|smtp|sqlite|testing)$/,
+        find: /^mailverdict\/(bullmq|client|http|node|parse|redis|service|smtp|sqlite|testing)$/,
         replacement: fileURLToPath(new URL('./src/$1.ts', import.meta.url)),
       },
     ],

@@ -24,6 +24,7 @@ export const ENTRY_POINTS = {
   http: 'src/http.ts',
   node: 'src/node.ts',
   bullmq: 'src/bullmq.ts',
+  client: 'src/client.ts',
   'cli/bin': 'src/cli/bin.ts',
 };
 
