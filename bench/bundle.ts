@@ -1,14 +1,26 @@
 /**
- * Size of mailverdict/parse as a browser bundle (esbuild, minified), raw and gzipped: what a
- * signup form pays to run the server's own syntax rules on the client.
+ * Sizes of the browser-safe entries as browser bundles (esbuild, minified), raw and gzipped:
+ * what a signup form pays to run the server's own syntax rules on the client
+ * (mailverdict/parse), and what an app pays to call the API (mailverdict/client).
  */
 import { gzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
-export async function parseBundleSize(): Promise<{ minified: number; gzipped: number }> {
+export interface BundleSize {
+  readonly name: string;
+  readonly minified: number;
+  readonly gzipped: number;
+}
+
+const BROWSER_ENTRIES = {
+  'mailverdict/parse': '../src/parse.ts',
+  'mailverdict/client': '../src/client.ts',
+} as const;
+
+async function bundleSize(name: string, entry: string): Promise<BundleSize> {
   const built = await build({
-    entryPoints: [fileURLToPath(new URL('../src/parse.ts', import.meta.url))],
+    entryPoints: [fileURLToPath(new URL(entry, import.meta.url))],
     bundle: true,
     platform: 'browser',
     format: 'esm',
@@ -17,14 +29,23 @@ export async function parseBundleSize(): Promise<{ minified: number; gzipped: nu
     logLevel: 'silent',
   });
   const code = built.outputFiles[0]?.contents ?? new Uint8Array();
-  return { minified: code.byteLength, gzipped: gzipSync(code, { level: 9 }).byteLength };
+  return { name, minified: code.byteLength, gzipped: gzipSync(code, { level: 9 }).byteLength };
 }
 
-export function printBundleSize({ minified, gzipped }: { minified: number; gzipped: number }) {
-  console.log('\nmailverdict/parse as a browser bundle (esbuild, platform browser, minified)\n');
-  console.log('| bundle | minified KB | min+gzip KB |');
-  console.log('|---|---:|---:|');
-  console.log(
-    `| mailverdict/parse | ${(minified / 1024).toFixed(1)} | ${(gzipped / 1024).toFixed(1)} |`,
+export function browserBundleSizes(): Promise<BundleSize[]> {
+  return Promise.all(
+    Object.entries(BROWSER_ENTRIES).map(([name, entry]) => bundleSize(name, entry)),
   );
 }
+
+export function printBundleSizes(sizes: readonly BundleSize[]): void {
+  console.log('\nBrowser bundles (esbuild, platform browser, minified)\n');
+  console.log('| bundle | minified KB | min+gzip KB |');
+  console.log('|---|---:|---:|');
+  for (const { name, minified, gzipped } of sizes) {
+    console.log(`| ${name} | ${(minified / 1024).toFixed(1)} | ${(gzipped / 1024).toFixed(1)} |`);
+  }
+}
+
+// Run alone: `npx tsx bench/bundle.ts`.
+if (import.meta.url === `file://${process.argv[1]}`) printBundleSizes(await browserBundleSizes());

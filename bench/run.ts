@@ -9,7 +9,7 @@ import { isEmailValid } from '@hapi/address';
 import emailValidator from 'email-validator';
 import validator from 'validator';
 import { createEngine, parseAddress } from '../src/index.js';
-import { parseBundleSize, printBundleSize } from './bundle.js';
+import { browserBundleSizes, printBundleSizes } from './bundle.js';
 import { generateCorpus } from './corpus.js';
 import { httpBench, printHttpTable } from './http.js';
 import { chargedThroughputBench, printChargedThroughputTable } from './charged-throughput.js';
@@ -119,7 +119,7 @@ for (const [name, unit] of [
   console.log(`| ${name} x 1 MB | ${d.ms.toFixed(4)} | ${r.ms.toFixed(4)} | ${d.code} |`);
 }
 
-printBundleSize(await parseBundleSize());
+printBundleSizes(await browserBundleSizes());
 
 // Typo suggestions against mailcheck and @zootools/email-spell-checker, and the disposable
 // list's coverage of the maintained peer lists (issue 14).

@@ -1,6 +1,6 @@
 import { stringify } from 'csv-stringify/sync';
 import type { Verdict } from '../engine/verdict.js';
-import { DETAILED_FIELDS, toBatchRecord, type BatchRecord } from '../format/shapes.js';
+import { DETAILED_FIELDS, toResultRecord, type ResultRecord } from '../format/shapes.js';
 import { safeJson } from './terminal.js';
 
 /**
@@ -8,7 +8,7 @@ import { safeJson } from './terminal.js';
  * record a batch's results carry (the detailed shape, the risk factors, the error), and
  * `duplicate: true` (as in the API's results) when it repeats an earlier address of the run.
  */
-export interface CliRecord extends BatchRecord {
+export interface CliRecord extends ResultRecord {
   /** The input line, or the CSV row (a header is row 1), 1-based; an argument's position. */
   index: number;
   input: string;
@@ -24,7 +24,7 @@ export interface RecordPlace {
 
 /** The record of a verdict verified here. */
 export function recordOf(verdict: Verdict, index: number, duplicate = false): CliRecord {
-  return cliRecordOf({ index, input: verdict.input, duplicate }, toBatchRecord(verdict));
+  return cliRecordOf({ index, input: verdict.input, duplicate }, toResultRecord(verdict));
 }
 
 /**
@@ -32,7 +32,7 @@ export function recordOf(verdict: Verdict, index: number, duplicate = false): Cl
  * server's results carried it: one builder, so that local and `--server` runs write the same
  * fields in the same order. A field the server adds beyond these is not written.
  */
-export function cliRecordOf(place: RecordPlace, record: BatchRecord): CliRecord {
+export function cliRecordOf(place: RecordPlace, record: ResultRecord): CliRecord {
   const out: Record<string, unknown> = { index: place.index, input: place.input };
   for (const field of DETAILED_FIELDS) out[field] = record[field];
   out.risk_factors = [...record.risk_factors];

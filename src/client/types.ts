@@ -5,18 +5,27 @@
  * field is in one and not the other.
  */
 import type {
-  BatchRecord,
   CompactResult,
   DetailedField,
   DetailedResult,
+  ResultRecord,
   ShapeBResult,
 } from '../format/shapes.js';
 
-export type { BatchRecord, CompactResult, DetailedField, DetailedResult, ShapeBResult };
+export type { CompactResult, DetailedField, DetailedResult, ResultRecord, ShapeBResult };
 export type { MethodName } from '../engine/methods.js';
 export type { State } from '../engine/score.js';
 export type { Reason } from '../engine/verdict.js';
 export type { RiskFactor } from '../checks/checker.js';
+
+/**
+ * One record of a batch's results as downloaded: the verdict's record (the detailed shape,
+ * `risk_factors`, `error`), and `duplicate: true` where the address repeats an earlier one of
+ * the job (whose record it then carries).
+ */
+export interface BatchRecord extends ResultRecord {
+  duplicate?: true;
+}
 
 /** Where a batch job is: `processing` until every address has its result, or it failed. */
 export type BatchState = 'processing' | 'completed' | 'failed';

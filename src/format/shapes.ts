@@ -61,7 +61,7 @@ export const DETAILED_FIELDS: readonly DetailedField[] = [
  * syntax check failed (null when it passed). The CLI writes the same record, so that a list
  * verified here or through a server reads alike.
  */
-export interface BatchRecord extends DetailedResult {
+export interface ResultRecord extends DetailedResult {
   risk_factors: RiskFactor[];
   error: { code: ParseErrorCode; message: string } | null;
 }
@@ -157,7 +157,7 @@ export function toDetailed(verdict: Verdict): DetailedResult {
   };
 }
 
-export function toBatchRecord(verdict: Verdict): BatchRecord {
+export function toResultRecord(verdict: Verdict): ResultRecord {
   return {
     ...toDetailed(verdict),
     risk_factors: [...verdict.riskFactors],

@@ -77,3 +77,15 @@ describe('entry points', () => {
     expect(outside.filter((input) => !input.startsWith('external:punycode'))).toEqual([]);
   });
 });
+
+describe('mailverdict/client', () => {
+  it('reaches only the client and the timer helper: no node: module, no dependency', async () => {
+    const { inputs, lazy } = await staticInputs('src/client.ts');
+    const outside = [...inputs, ...lazy].filter(
+      (input) =>
+        !input.startsWith('src/client/') && input !== 'src/client.ts' && input !== 'src/delay.ts',
+    );
+    expect(outside).toEqual([]);
+    expect(inputs.has('src/client/transport.ts')).toBe(true);
+  });
+});

@@ -126,9 +126,86 @@ describe('examples', () => {
     await mounted.store.close();
   });
 
+  it('client.ts: verify, a batch waited for and streamed, errors told apart', async () => {
+    const { apiFixture } = await import('./helpers.js');
+    const { serve } = await import('../../src/node.js');
+    const fixture = await apiFixture();
+    const { secret } = await fixture.account();
+    const server = await serve(fixture.service, { onError: () => undefined });
+    const example = (await load('client.ts')) as {
+      undeliverableOf(baseUrl: string, apiKey: string, emails: string[]): Promise<string[]>;
+      explain(error: unknown): string;
+    };
+    const { createClient } = await import('../../src/client.js');
+    let open = true;
+    try {
+      const found = await example.undeliverableOf(server.url, secret, [
+        'ann@example.org',
+        'bad..dots@example.org',
+        'undeliverable@example.com',
+      ]);
+      expect(found).toEqual(['bad..dots@example.org', 'undeliverable@example.com']);
+      const refused = await createClient({ baseUrl: server.url, apiKey: 'mv_sk_x' })
+        .account()
+        .catch((error: unknown) => error);
+      expect(example.explain(refused)).toMatch(/^refused: 401 unauthorized: /);
+      const client = createClient({ baseUrl: server.url, apiKey: secret, maxRetries: 0 });
+      await server.close();
+      open = false;
+      const down = await client.account().catch((error: unknown) => error);
+      expect(example.explain(down)).toMatch(/^no usable answer \(connection_failed\): /);
+    } finally {
+      if (open) await server.close();
+    }
+  });
+
+  it('webhook-receiver.ts: a real delivery verified, a forged one refused', async () => {
+    const { createMemoryStore, createService } = await import('../../src/service.js');
+    const { createEngine } = await import('../../src/engine/engine.js');
+    const service = createService({
+      engine: createEngine({ offline: true }),
+      store: createMemoryStore(),
+      batch: { allowPrivateNetworks: true, allowHttpCallbacks: true },
+    });
+    const account = await service.admin.createAccount({ email: 'o@example.org', credits: 10 });
+    const { webhookSecret } = await service.admin.rotateWebhookSecret(account.id);
+    const { webhookReceiver } = (await load('webhook-receiver.ts')) as {
+      webhookReceiver(secret: string, onEvent: (event: { id: string }) => Promise<void>): Server;
+    };
+    const events: { id: string }[] = [];
+    const server = webhookReceiver(webhookSecret, async (event) => void events.push(event));
+    const base = await listen(server);
+    const job = await service.submitBatch(
+      { accountId: account.id },
+      { emails: ['a@example.org'], method: 'quick', callbackUrl: `${base}/hook` },
+    );
+    await service.batchWork.idle();
+    await service.batchWork.deliverWebhooks();
+    expect(events.map((event) => event.id)).toEqual([job.id]);
+    const forged = await fetch(`${base}/hook`, {
+      method: 'POST',
+      headers: {
+        'webhook-id': 'msg_x',
+        'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+        'webhook-signature': 'v1,AAAA',
+      },
+      body: '{"event":"batch.completed","id":"batch_forged"}',
+    });
+    expect(forged.status).toBe(400);
+    expect(events).toHaveLength(1);
+    await service.stop();
+    await close(server);
+  });
+
   it('are quoted whole in the README', () => {
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    for (const name of ['hono.ts', 'express.ts', 'node-http.ts']) {
+    for (const name of [
+      'hono.ts',
+      'express.ts',
+      'node-http.ts',
+      'client.ts',
+      'webhook-receiver.ts',
+    ]) {
       const source = readFileSync(new URL(name, examples), 'utf8').trim();
       expect(readme, `README quotes examples/${name}`).toContain(source);
     }

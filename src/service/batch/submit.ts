@@ -5,7 +5,7 @@ import { FILTER_VERDICTS, fixedVerdict } from '../../engine/fixed-verdict.js';
 import type { MethodName } from '../../engine/methods.js';
 import { testAddressVerdict } from '../../engine/test-addresses.js';
 import type { Verdict } from '../../engine/verdict.js';
-import { toBatchRecord } from '../../format/shapes.js';
+import { toResultRecord } from '../../format/shapes.js';
 import type {
   FilterAction,
   JobRecord,
@@ -66,7 +66,7 @@ export const jobItemRef = (jobId: string, position: number) =>
 
 /** The record of a verdict, as stored and downloaded, with the state it counts as. */
 export function resultOf(verdict: Verdict): JobResult {
-  return { record: JSON.stringify(toBatchRecord(verdict)), state: verdict.state };
+  return { record: JSON.stringify(toResultRecord(verdict)), state: verdict.state };
 }
 
 export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
