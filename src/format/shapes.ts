@@ -68,7 +68,7 @@ export interface ResultRecord extends DetailedResult {
 
 /** What a batch's record has beyond the detailed shape. */
 export const RESULT_RECORD_FIELDS = ['risk_factors', 'error'] as const satisfies readonly Exclude<
-  keyof BatchRecord,
+  keyof ResultRecord,
   keyof DetailedResult
 >[];
 

@@ -1,6 +1,6 @@
 import { createClient, type Client, type ClientOptions } from '../../src/client.js';
 import { serve, type RunningServer } from '../../src/node.js';
-import type { EngineOptions } from '../../src/engine/engine.js';
+import type { EngineOptions } from '../../src/compose/engine.js';
 import type { NewAccount } from '../../src/service/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { apiFixture, type ApiFixture } from '../http/helpers.js';

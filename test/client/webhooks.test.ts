@@ -6,7 +6,7 @@ import {
   WebhookVerificationError,
   type BatchEvent as ClientBatchEvent,
 } from '../../src/client.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/compose/engine.js';
 import type { BatchEvent as ServiceBatchEvent } from '../../src/service/batch/webhooks.js';
 import { createMemoryStore, createService } from '../../src/service.js';
 import { createMemoryWebhookSender } from '../../src/testing.js';

@@ -161,7 +161,7 @@ describe('examples', () => {
 
   it('webhook-receiver.ts: a real delivery verified, a forged one refused', async () => {
     const { createMemoryStore, createService } = await import('../../src/service.js');
-    const { createEngine } = await import('../../src/engine/engine.js');
+    const { createEngine } = await import('../../src/compose/engine.js');
     const service = createService({
       engine: createEngine({ offline: true }),
       store: createMemoryStore(),
