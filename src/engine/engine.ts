@@ -8,6 +8,7 @@ import type { AddressFacts, CheckPorts, CheckResult, Checker } from '../checks/c
 import { syntaxFinding } from '../checks/syntax.js';
 import type { Clock } from '../ports/clock.js';
 import type { Dns, DnsHealth } from '../ports/dns.js';
+import type { IpFilter } from '../ports/ip-filter.js';
 import type { Observer } from '../ports/observer.js';
 import type { SmtpProber } from '../ports/smtp.js';
 import { optional } from '../optional.js';
@@ -28,8 +29,8 @@ import {
 } from './methods.js';
 import { providerOf } from './provider.js';
 import { FindingPath, type Outcome } from './outcome.js';
-import { fixedVerdict } from './fixed-verdict.js';
-import { testAddressVerdict } from './test-addresses.js';
+import { freeVerdict } from './free-verdict.js';
+import { ipFilterAction, prefetchHostAddresses } from './ip-filter-stage.js';
 import type { Verdict } from './verdict.js';
 
 /**
@@ -72,6 +73,12 @@ export interface VerifyOptions {
    * answering `unavailable_smtp` at once. Default false: a signup form cannot wait minutes.
    */
   readonly retryGreylisted?: boolean;
+  /**
+   * The caller's IP filters (a service account's): asked once the mx check knows the mail
+   * hosts, about a domain literal's address or the addresses of the first three MX hosts; a
+   * match answers `blocked_by_filter` or `allowed_by_filter` without the remaining checks.
+   */
+  readonly ipFilter?: IpFilter;
 }
 
 /** The verification engine: pure logic over the ports it was built with. */
@@ -82,7 +89,7 @@ export interface Engine {
    * Verifies one address synchronously, for offline engines only (`offline: true`): a form
    * validator's hot path without a promise. Throws a TypeError on an engine that does I/O.
    */
-  verifySync(address: string, options?: Omit<VerifyOptions, 'signal'>): Verdict;
+  verifySync(address: string, options?: Omit<VerifyOptions, 'signal' | 'ipFilter'>): Verdict;
   /**
    * Verifies many addresses, grouped by domain so that one MX lookup and one SMTP session
    * serve each group. Yields `{ index, verdict }` as each completes (not in input order).
@@ -164,11 +171,15 @@ export function buildEngine(options: EngineParts): Engine {
     return method;
   }
 
-  /** Warms the DNS cache with an address's MX answer; verifyMany calls it ahead of time. */
-  function prefetch(address: string): Promise<unknown> {
+  /**
+   * Warms the DNS cache with an address's MX answer, and with its hosts' addresses when an IP
+   * filter will ask about them; verifyMany calls it ahead of time.
+   */
+  function prefetch(address: string, ipFilter: IpFilter | undefined): Promise<unknown> {
     const parsed = parseAddress(address, parseOptions);
     if (!parsed.ok || parsed.domainLiteral) return Promise.resolve();
-    return dns.mx(parsed.asciiDomain);
+    const mx = dns.mx(parsed.asciiDomain);
+    return ipFilter === undefined ? mx : mx.then((answer) => prefetchHostAddresses(answer, dns));
   }
 
   const engine: Engine = {
@@ -187,7 +198,7 @@ export function buildEngine(options: EngineParts): Engine {
           'verifySync needs an offline engine (offline: true) and a method without SMTP',
         );
       }
-      const verdict = verification(address, method, context, undefined);
+      const verdict = verification(address, method, context, SYNC_CALL);
       if (verdict instanceof Promise) throw new TypeError('a checker did I/O during verifySync');
       return verdict;
     },
@@ -197,8 +208,7 @@ export function buildEngine(options: EngineParts): Engine {
         const method = probeable(methodOf(verifyOptions.method));
         const { signal } = verifyOptions;
         if (signal?.aborted) return Promise.reject(signal.reason as Error);
-        const retry = verifyOptions.retryGreylisted === true;
-        const verdict = verification(address, method, context, signal, retry);
+        const verdict = verification(address, method, context, verifyOptions);
         return verdict instanceof Promise ? verdict : Promise.resolve(verdict);
       } catch (error) {
         return Promise.reject(error as Error);
@@ -207,13 +217,17 @@ export function buildEngine(options: EngineParts): Engine {
     verifyMany(addresses, manyOptions = {}) {
       requireIterable(addresses);
       const method = probeable(methodOf(manyOptions.method));
-      const retry = manyOptions.retryGreylisted === true;
+      // One call's options for every address: the run's signal, retry and filter.
+      const call: VerifyCall = manyOptions;
+      const { ipFilter } = manyOptions;
       // verifyEach checks each item is a string; an offline verdict comes back without a promise.
       return verifyEach(
         addresses,
         manyOptions,
-        (address, { signal }) => verification(address, method, context, signal, retry),
-        dns.offline === true ? NO_IO : { groupByDomain: true, prefetch },
+        (address) => verification(address, method, context, call),
+        dns.offline === true
+          ? NO_IO
+          : { groupByDomain: true, prefetch: (address) => prefetch(address, ipFilter) },
       );
     },
   };
@@ -222,6 +236,7 @@ export function buildEngine(options: EngineParts): Engine {
 
 const UNCHECKED: DnsHealth = Object.freeze({ status: 'unchecked' });
 const NO_IO: DomainIo = Object.freeze({ groupByDomain: false });
+const SYNC_CALL: VerifyCall = Object.freeze({});
 
 /** Tells `report` of a verdict once it is reached. */
 function reported(
@@ -285,25 +300,26 @@ interface EngineContext {
   readonly paths: FindingPath;
 }
 
+/** What one call of verify or verifyMany asks of each of its verifications. */
+type VerifyCall = Pick<VerifyOptions, 'signal' | 'retryGreylisted' | 'ipFilter'>;
+
 /** One verification: parse once, then the method's checkers in order until one fails. */
 function run(
   input: string,
   method: Method,
   context: EngineContext,
-  signal: AbortSignal | undefined,
-  retryGreylisted = false,
+  call: VerifyCall,
 ): Verdict | Promise<Verdict> {
   const parsed = parseAddress(input, context.parseOptions);
   const syntax = context.paths.followedBy(syntaxFinding(parsed));
   if (!parsed.ok) {
     return buildVerdict(input, parsed, undefined, method, syntax.outcome, SYNCHRONOUS, context);
   }
-  const fixed = testAddressVerdict(parsed);
-  if (fixed !== undefined) return fixedVerdict(input, parsed, method.name, fixed, 'test_address');
-  const facts: AddressFacts = retryGreylisted
-    ? { input, parsed, retryGreylisted }
-    : { input, parsed };
-  return runFrom(0, syntax, facts, method, context, signal, SYNCHRONOUS);
+  const free = freeVerdict(input, parsed, method.name);
+  if (free !== undefined) return free;
+  const facts: AddressFacts =
+    call.retryGreylisted === true ? { input, parsed, retryGreylisted: true } : { input, parsed };
+  return runFrom(0, syntax, facts, method, context, call, SYNCHRONOUS);
 }
 
 /**
@@ -313,32 +329,65 @@ function run(
  */
 const SYNCHRONOUS = -1;
 
-/** Runs checkers from `index` on, synchronously until one returns a promise. */
+/**
+ * Runs checkers from `index` on, synchronously until one returns a promise. Once the mx check
+ * has passed (the mail hosts are known), the caller's IP filter has its say before the rest.
+ */
 function runFrom(
   index: number,
   path: FindingPath,
   facts: AddressFacts,
   method: Method,
   context: EngineContext,
-  signal: AbortSignal | undefined,
+  call: VerifyCall,
   started: number,
 ): Verdict | Promise<Verdict> {
   const { checkers } = method;
   for (let i = index; i < checkers.length; i++) {
-    const result: CheckResult = (checkers[i] as Checker).run(facts, context.ports, signal);
+    const checker = checkers[i] as Checker;
+    const result: CheckResult = checker.run(facts, context.ports, call.signal);
+    const filterNext = call.ipFilter !== undefined && checker.name === 'mx';
     if (result instanceof Promise) {
       const startedAt = started === SYNCHRONOUS ? context.clock.now() : started;
       return result.then((finding) => {
         const next = path.followedBy(finding);
-        return finding.status === 'fail'
-          ? verdictOf(facts, method, next, startedAt, context)
-          : runFrom(i + 1, next, facts, method, context, signal, startedAt);
+        if (finding.status === 'fail') return verdictOf(facts, method, next, startedAt, context);
+        return filterNext
+          ? afterIpFilter(i + 1, next, facts, method, context, call, startedAt)
+          : runFrom(i + 1, next, facts, method, context, call, startedAt);
       });
     }
     path = path.followedBy(result);
     if (result.status === 'fail') break;
+    if (filterNext) return afterIpFilter(i + 1, path, facts, method, context, call, started);
   }
   return verdictOf(facts, method, path, started, context);
+}
+
+/**
+ * The caller's IP filter over the mail hosts the mx check found: a match is the verdict (a
+ * free one: no check after it runs); otherwise the checkers go on from `index`.
+ */
+function afterIpFilter(
+  index: number,
+  path: FindingPath,
+  facts: AddressFacts,
+  method: Method,
+  context: EngineContext,
+  call: VerifyCall,
+  started: number,
+): Verdict | Promise<Verdict> {
+  const { parsed, input } = facts;
+  const filter = call.ipFilter as IpFilter;
+  const hosts = facts.mx?.hosts ?? [];
+  const action = ipFilterAction(parsed, hosts, context.ports.dns, filter, call.signal);
+  if (action === undefined) return runFrom(index, path, facts, method, context, call, started);
+  const startedAt = started === SYNCHRONOUS ? context.clock.now() : started;
+  return action.then(
+    (found) =>
+      freeVerdict(input, parsed, method.name, () => found) ??
+      runFrom(index, path, facts, method, context, call, startedAt),
+  );
 }
 
 function verdictOf(

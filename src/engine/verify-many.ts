@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import type { IpFilter } from '../ports/ip-filter.js';
 import type { MethodName } from './methods.js';
 import type { Verdict } from './verdict.js';
 
@@ -18,6 +19,12 @@ export interface VerifyManyOptions {
   readonly signal?: AbortSignal;
   /** See VerifyOptions.retryGreylisted. Default false; batch jobs turn it on. */
   readonly retryGreylisted?: boolean;
+  /**
+   * See VerifyOptions.ipFilter. Asked inside each domain's work, after its MX lookup: the
+   * domains' lookups still overlap, and the next domains' host addresses are looked up
+   * ahead of their turn with their MX.
+   */
+  readonly ipFilter?: IpFilter;
 }
 
 export interface VerifyManyResult {

@@ -1,6 +1,7 @@
 export type { Clock } from './clock.js';
 export { systemClock } from './clock.js';
 export type { Dns, DnsFailureCode, DnsHealth, MxAnswer, MxHost } from './dns.js';
+export type { IpFilter } from './ip-filter.js';
 export type * from './observer.js';
 export type {
   ProbeAnswer,

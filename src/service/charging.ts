@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
 import { firstAnswer } from './idempotency.js';
-import type { ParseResult } from '../address/parse.js';
-import { FILTER_VERDICTS, fixedVerdict } from '../engine/fixed-verdict.js';
+import { freeVerdict } from '../engine/free-verdict.js';
 import type { MethodName } from '../engine/methods.js';
-import { testAddressVerdict } from '../engine/test-addresses.js';
 import { UNKNOWN_REASONS, type Verdict } from '../engine/verdict.js';
 import type {
   CreditBalance,
@@ -140,26 +138,6 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
     throw refusalError(outcome);
   }
 
-  /** A verdict the service gives without the engine and without charging, if any. */
-  async function freeVerdict(
-    accountId: string,
-    email: string,
-    parsed: ParseResult,
-    method: MethodName,
-    signal: AbortSignal | undefined,
-  ): Promise<Verdict | undefined> {
-    if (!parsed.ok) return undefined;
-    const fixed = testAddressVerdict(parsed);
-    if (fixed !== undefined) {
-      // The engine's own answer for a test address, without parsing it a second time.
-      if (signal?.aborted) throw signal.reason;
-      return fixedVerdict(email, parsed, method, fixed, 'test_address');
-    }
-    const action = await filters.match(accountId, parsed, signal);
-    if (action === undefined) return undefined;
-    return fixedVerdict(email, parsed, method, FILTER_VERDICTS[action], 'filter');
-  }
-
   /**
    * The verdict settles in the same commit as its reserve when the engine answers without
    * I/O: one transaction per verify, and a verdict that could not be paid for is never shown.
@@ -281,8 +259,15 @@ export function createCharging(ctx: ServiceContext, filters: Pick<Filters, 'matc
           idem = { key, fingerprint, attempt: randomBase62(16, ctx.random) };
         }
 
-        const free = await freeVerdict(accountId, email, parsed, method, signal);
+        // Matched before anything is reserved, so that a match is free even for an account
+        // without the credits the method costs; an IP match asks the engine's Dns (and cache)
+        // for the MX hosts the verification then finds there.
+        const free = await freeVerdict(email, parsed, method, (valid) =>
+          filters.match(accountId, valid, signal),
+        );
         if (free !== undefined) {
+          // A test address is the engine's answer, and an aborted engine.verify rejects.
+          if (free.testAddress && signal?.aborted) throw signal.reason;
           const result = { verdict: free, charged: 0 };
           if (idem === undefined) {
             // Nothing is filed, so no store says whether the account exists: a Caller from

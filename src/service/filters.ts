@@ -1,10 +1,11 @@
 import type { ParsedAddress } from '../address/parse.js';
-import { mailHosts } from '../checks/mx.js';
+import { canResolveHosts, ipFilterActionOf, ipFilterApplies } from '../engine/ip-filter-stage.js';
 import { optional } from '../optional.js';
+import type { IpFilter } from '../ports/ip-filter.js';
 import type { FilterAction, FilterRecord, FilterType } from '../ports/store.js';
 import type { AccountRef } from './auth.js';
 import { accountOf, type ServiceContext } from './context.js';
-import { domainChain, emailKey, literalIp, normalizeFilterValue } from './filter-values.js';
+import { domainChain, emailKey, normalizeFilterValue } from './filter-values.js';
 import { containingRangesByFamily, rangeHostBits } from './ip-ranges.js';
 import {
   filterActionOf,
@@ -34,7 +35,7 @@ export interface NewFilter {
   readonly reason?: string;
 }
 
-/** The filters endpoints (DESIGN 5.4) and the matching verify runs before spending credits. */
+/** The filters endpoints and the matching verifications run before anything is charged. */
 export interface Filters {
   createFilter(caller: AccountRef, input: NewFilter): Promise<FilterInfo>;
   listFilters(
@@ -42,57 +43,47 @@ export interface Filters {
     query?: { type?: FilterType; page?: number; perPage?: number },
   ): Promise<FilterList>;
   deleteFilter(caller: AccountRef, id: string): Promise<{ id: string; deleted: true }>;
-  /** Email, then domain and parents, then IPs (DESIGN 5.4); a match's action decides. */
+  /**
+   * Email, then domain and parents, then IPs; the most specific match's action decides. For a
+   * single verify, which must know before it reserves a charge.
+   */
   match(
     accountId: string,
     parsed: ParsedAddress,
     signal: AbortSignal | undefined,
   ): Promise<FilterAction | undefined>;
+  /**
+   * The account's IP filters as the engine asks them inside each domain's work (a batch's
+   * verifications), or undefined when it has none or the engine resolves no mail hosts
+   * (offline): then no IP is looked up, nor any filter read.
+   */
+  ipFilter(accountId: string): Promise<IpFilter | undefined>;
 }
 
-/** MX hosts whose addresses are matched against IP filters, as many as the prober tries. */
-const MX_HOSTS_FOR_IP_FILTERS = 3;
 
 export function createFilters(ctx: ServiceContext): Filters {
   const { store, clock, engine } = ctx;
 
-  async function mailHostIps(domain: string, signal: AbortSignal | undefined): Promise<string[]> {
-    const { dns } = engine;
-    if (dns.offline === true || dns.addresses === undefined) return [];
-    const hosts = mailHosts(await dns.mx(domain, signal)).slice(0, MX_HOSTS_FOR_IP_FILTERS);
-    const lists = await Promise.all(
-      hosts.map((host) => dns.addresses?.(host.exchange, signal) ?? []),
-    );
-    return lists.flat();
-  }
-
   /**
-   * The most specific IP filter over the address's IPs (a domain literal's, else its MX
-   * hosts'), by lookup: for each IP, the ranges of the prefix lengths the account uses that
-   * contain it, read through the filters' unique index. At most 33 or 129 values per IP
-   * whatever the number of filters; no store read when no IP can be had (offline), no DNS
-   * query when the account has no IP filters.
+   * The account's IP filters, matched by lookup: for each IP, the ranges of the prefix lengths
+   * the account uses that contain it, read through the filters' unique index. At most 33 or
+   * 129 values per IP whatever the number of filters. Undefined, after one store read, when
+   * the account has no IP filters: then nothing asks the DNS for an IP.
    */
-  async function matchIp(
-    accountId: string,
-    parsed: ParsedAddress,
-    signal: AbortSignal | undefined,
-  ): Promise<FilterRecord | undefined> {
-    const literal = parsed.domainLiteral ? literalIp(parsed.asciiDomain) : undefined;
-    if (literal === undefined && !canResolveIps()) return undefined;
+  async function ipFilterOf(accountId: string): Promise<IpFilter | undefined> {
     const prefixes = await store.ipFilterPrefixes(accountId);
     if (prefixes.v4.length === 0 && prefixes.v6.length === 0) return undefined;
-    const ips = literal !== undefined ? [literal] : await mailHostIps(parsed.asciiDomain, signal);
-    const candidates = new Set<string>();
-    for (const ip of ips) {
-      for (const range of containingRangesByFamily(ip, prefixes)) candidates.add(range);
-    }
-    if (candidates.size === 0) return undefined;
-    return mostSpecificRange(await store.findFilters(accountId, 'ip_address', [...candidates]));
-  }
-
-  function canResolveIps(): boolean {
-    return engine.dns.offline !== true && engine.dns.addresses !== undefined;
+    return {
+      async match(ips) {
+        const candidates = new Set<string>();
+        for (const ip of ips) {
+          for (const range of containingRangesByFamily(ip, prefixes)) candidates.add(range);
+        }
+        if (candidates.size === 0) return undefined;
+        const ranges = await store.findFilters(accountId, 'ip_address', [...candidates]);
+        return mostSpecificRange(ranges)?.action;
+      },
+    };
   }
 
   return {
@@ -107,8 +98,14 @@ export function createFilters(ctx: ServiceContext): Filters {
           if (match !== undefined) return match.action;
         }
       }
-      return (await matchIp(accountId, parsed, signal))?.action;
+      // No store read for IPs that cannot be had (offline, but for a domain literal's).
+      if (!ipFilterApplies(parsed, engine.dns)) return undefined;
+      const ipFilter = await ipFilterOf(accountId);
+      return ipFilter && ipFilterActionOf(parsed, engine.dns, ipFilter, signal);
     },
+
+    ipFilter: (accountId) =>
+      canResolveHosts(engine.dns) ? ipFilterOf(accountId) : Promise.resolve(undefined),
 
     createFilter: (caller, input) =>
       answering(async () => {

@@ -68,7 +68,7 @@ export interface Service
     Pick<Auth, 'authenticate' | 'rateLimitStatus'>,
     Charging,
     Pick<Accounts, 'account'>,
-    Omit<Filters, 'match'>,
+    Pick<Filters, 'createFilter' | 'listFilters' | 'deleteFilter'>,
     Batches {
   readonly admin: ServiceAdmin & WebhookSecretAdmin;
   readonly engine: Engine;

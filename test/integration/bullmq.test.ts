@@ -5,6 +5,7 @@ import type { Observer } from '../../src/ports/observer.js';
 import type { Store } from '../../src/ports/store.js';
 import { createService } from '../../src/compose/service.js';
 import { type Service } from '../../src/service/service.js';
+import { createRedisStore } from '../../src/redis.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { createMemoryWebhookSender } from '../../src/testing.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
@@ -56,6 +57,7 @@ run('batch jobs on BullMQ: chunks across worker services sharing one store', () 
     i % 10 === 9 ? `user${i - 1}@mq${(i - 1) % DOMAINS}.com` : `user${i}@mq${i % DOMAINS}.com`,
   );
   const BILLABLE = SIZE - SIZE / 10;
+  const IP_DOMAINS = 10;
 
   let redis: RedisTestServer;
   let dns: TestDnsServer;
@@ -69,6 +71,11 @@ run('batch jobs on BullMQ: chunks across worker services sharing one store', () 
     const zone: Parameters<typeof startDnsServer>[0] = {};
     for (let d = 0; d < DOMAINS; d += 2) {
       zone[`mq${d}.com`] = { mx: [{ exchange: `mx.mq${d}.com`, preference: 10 }] };
+    }
+    // Domains whose mail hosts have addresses, for IP filters.
+    for (let d = 0; d < IP_DOMAINS; d++) {
+      zone[`ip${d}.com`] = { mx: [{ exchange: `mx.ip${d}.com`, preference: 10 }] };
+      zone[`mx.ip${d}.com`] = { a: [`192.0.2.${d}`] };
     }
     // 5 ms a DNS answer: chunks take long enough for a worker to be stopped inside one.
     dns = await startDnsServer(zone, { rcode: 'NXDOMAIN' }, 5);
@@ -158,6 +165,58 @@ run('batch jobs on BullMQ: chunks across worker services sharing one store', () 
       event: 'batch.completed',
       processed: SIZE,
     });
+  }, 60_000);
+
+  it("matches IP filters against the MX hosts' addresses on the Redis store: in a job across workers, and in a single verify", async () => {
+    store = createRedisStore(redis.url);
+    queueName = `mq-${queues++}`;
+    const api = member(false);
+    const workers = [member(true), member(true)] as const;
+    for (const { service } of [api, ...workers]) await service.start();
+    const account = await api.service.admin.createAccount({
+      email: 'ops@example.org',
+      credits: 1_000,
+    });
+    const caller = { accountId: account.id };
+    // The mail hosts of ip0.com ... ip3.com, and an allow more specific for ip2.com's.
+    await api.service.createFilter(caller, {
+      value: '192.0.2.0/30',
+      type: 'ip_address',
+      action: 'block',
+    });
+    await api.service.createFilter(caller, {
+      value: '192.0.2.2',
+      type: 'ip_address',
+      action: 'allow',
+    });
+    const emails = Array.from(
+      { length: IP_DOMAINS * 30 },
+      (_, i) => `u${i}@ip${i % IP_DOMAINS}.com`,
+    );
+    const created = await api.service.submitBatch(caller, { emails, method: 'quick' });
+    const status = await completion(api.service, account.id, created.id);
+    expect(status).toMatchObject({ status: 'completed', processed: emails.length });
+    const reasons = new Map<string, Set<string>>();
+    for (const row of await store.jobResults(created.id, -1, emails.length)) {
+      const record = JSON.parse(row.record) as { domain: string; reason: string };
+      reasons.set(record.domain, (reasons.get(record.domain) ?? new Set()).add(record.reason));
+    }
+    expect(Object.fromEntries([...reasons].map(([domain, set]) => [domain, [...set]]))).toEqual({
+      'ip0.com': ['blocked_by_filter'],
+      'ip1.com': ['blocked_by_filter'],
+      'ip2.com': ['allowed_by_filter'],
+      'ip3.com': ['blocked_by_filter'],
+      ...Object.fromEntries(
+        Array.from({ length: IP_DOMAINS - 4 }, (_, d) => [`ip${d + 4}.com`, ['accepted_email']]),
+      ),
+    });
+    // The matches were free: only the other six domains' addresses are charged.
+    expect(await store.balance(account.id)).toMatchObject({ used: 6 * 30, reserved: 0 });
+
+    const single = await api.service.verify(caller, 'someone@ip1.com', { method: 'quick' });
+    expect(single).toMatchObject({ charged: 0, verdict: { reason: 'blocked_by_filter' } });
+    const allowed = await api.service.verify(caller, 'someone@ip2.com', { method: 'quick' });
+    expect(allowed).toMatchObject({ charged: 0, verdict: { reason: 'allowed_by_filter' } });
   }, 60_000);
 
   it('a worker stopped mid-job leaves its chunk to another: nothing stored is verified again', async () => {

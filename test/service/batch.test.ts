@@ -8,7 +8,7 @@ import { createService } from '../../src/compose/service.js';
 import { type Service } from '../../src/service/service.js';
 import type { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryWebhookSender } from '../../src/testing.js';
-import { gatedDns, text, STORES } from './helpers.js';
+import { eventually, gatedDns, text, STORES } from './helpers.js';
 
 const fakeClock = (start = Date.UTC(2026, 10, 1)) => {
   let now = start;
@@ -37,6 +37,8 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
       credits?: number;
       store?: Store;
       clock?: ReturnType<typeof fakeClock>;
+      /** Domains verified at once (the batch's concurrency). */
+      concurrency?: number;
     } = {},
   ) {
     const store = options.store ?? makeStore();
@@ -44,7 +46,12 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
       engine: createEngine(options.dns === undefined ? { offline: true } : { dns: options.dns }),
       store,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
-      batch: { baseUrl: 'https://api.example.com/', retentionMs: 3_600_000, flushSize: 7 },
+      batch: {
+        baseUrl: 'https://api.example.com/',
+        retentionMs: 3_600_000,
+        flushSize: 7,
+        ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+      },
     });
     services.push(service);
     const account = await service.admin.createAccount({
@@ -470,6 +477,44 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
     expect(reasons[0]).not.toBe('blocked_by_filter');
     // Reserved for 3 at submission; the 2 matches are given back, 1 is charged.
     expect(await store.balance(caller.accountId)).toMatchObject({ used: 1, reserved: 0 });
+  });
+
+  it('keeps its read-ahead with an IP filter: the next domains are asked about before the first answers', async () => {
+    const zones: Record<string, readonly string[]> = {};
+    const hosts: Record<string, readonly string[]> = {};
+    const emails: string[] = [];
+    for (let d = 0; d < 20; d++) {
+      zones[`d${d}.example.net`] = [`mx.d${d}.example.net`];
+      // The mail hosts of even domains are in the blocked range.
+      hosts[`mx.d${d}.example.net`] = [d % 2 === 0 ? `198.51.100.${d}` : `192.0.2.${d}`];
+      for (let i = 0; i < 3; i++) emails.push(`u${i}@d${d}.example.net`);
+    }
+    const dns = gatedDns(zones, hosts);
+    const { service, caller, store } = await setup({ dns, concurrency: 2 });
+    await service.createFilter(caller, {
+      value: '198.51.100.0/24',
+      type: 'ip_address',
+      action: 'block',
+    });
+    const created = await service.submitBatch(caller, { emails, method: 'quick' });
+    // No MX answer comes back until the gate opens, yet the run asks about more domains than
+    // its two slots hold: the filter waits inside each domain's work, not in front of the
+    // next address (it held every address behind the first one's lookups).
+    await eventually(
+      () => new Set(dns.asked).size > 2,
+      'domains beyond the first two asked about before any answer',
+    );
+    dns.open();
+    await service.batchWork.idle();
+    const records = (
+      await text(await service.batchResults(caller, created.id, { format: 'ndjson' }))
+    )
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { email: string; reason: string });
+    const blocked = records.filter((r) => r.reason === 'blocked_by_filter').map((r) => r.email);
+    expect(blocked).toEqual(emails.filter((email) => /@d\d*[02468]\.example\.net$/.test(email)));
+    expect(await store.balance(caller.accountId)).toMatchObject({ used: 30, reserved: 0 });
   });
 
   it('resumes a stopped job on start without verifying or charging finished addresses again', async () => {

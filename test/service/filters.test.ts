@@ -124,6 +124,7 @@ describe('filters: create, list, delete', () => {
 describe('filters in verify', () => {
   async function filtered(
     filters: [string, 'email' | 'domain' | 'ip_address', 'block' | 'allow'][],
+    credits = 1000,
   ) {
     const dns = countingDns(
       createMemoryDns(
@@ -138,7 +139,7 @@ describe('filters in verify', () => {
     const smtp = countingSmtp(createMemorySmtp({ catchAllDomains: [] }));
     const base = await fixture({
       engine: { dns, smtp, parse: { allowDomainLiteral: true } },
-      account: { credits: 1000 },
+      account: { credits },
     });
     for (const [value, type, action] of filters) {
       await base.service.createFilter({ accountId: base.accountId }, { value, type, action });
@@ -202,6 +203,30 @@ describe('filters in verify', () => {
     expect((await verify('someone@[192.0.2.55]')).verdict.reason).toBe('blocked_by_filter');
     expect((await verify('someone@[IPv6:2001:db8:5::7]')).verdict.reason).toBe('blocked_by_filter');
     expect(smtp.calls).toEqual([]);
+  });
+
+  it('answers an IP match before reserving: free for an account without credits, 402 for the rest', async () => {
+    // 5 credits: the smtp method costs 10.
+    const { service, accountId, dns } = await filtered(
+      [['198.51.100.0/24', 'ip_address', 'block']],
+      5,
+    );
+    const caller = { accountId };
+    const blocked = await service.verify(caller, 'x@example.org', {
+      method: 'smtp',
+      requestId: 'ip-1',
+    });
+    expect(blocked).toMatchObject({ charged: 0, verdict: { reason: 'blocked_by_filter' } });
+    // The same key answers the first answer again, without asking anything.
+    const calls = dns.calls.length;
+    expect(
+      await service.verify(caller, 'x@example.org', { method: 'smtp', requestId: 'ip-1' }),
+    ).toEqual(blocked);
+    expect(dns.calls).toHaveLength(calls);
+    const refused = await refusal(service.verify(caller, 'y@corp.example.net', { method: 'smtp' }));
+    expect(refused).toMatchObject({ code: 'insufficient_credits', status: 402 });
+    // Nothing was reserved for the match, nor for the refusal.
+    expect((await service.admin.ledger(accountId)).map((entry) => entry.kind)).toEqual(['grant']);
   });
 
   it('matches IDN addresses against A-label domain filters', async () => {

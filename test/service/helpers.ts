@@ -76,18 +76,42 @@ export async function refusal(promise: Promise<unknown>): Promise<ServiceError> 
   return error as ServiceError;
 }
 
-/** A Dns whose answers wait until `open()`: a job stays processing while the test looks. */
-export function gatedDns(zones: Record<string, readonly string[]>): Dns & { open(): void } {
-  const inner = createMemoryDns(zones);
+/**
+ * A Dns whose MX answers wait until `open()`: a job stays processing while the test looks.
+ * `asked` lists the domains whose MX was asked, in order; `hosts` gives mail hosts'
+ * addresses, answered at once (without it the Dns resolves no hosts, as gatedDns always did).
+ */
+export function gatedDns(
+  zones: Record<string, readonly string[]>,
+  hosts?: Record<string, readonly string[]>,
+): Dns & { open(): void; readonly asked: readonly string[] } {
+  const inner = createMemoryDns(zones, hosts);
+  const asked: string[] = [];
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   return {
+    asked,
     async mx(domain, signal): Promise<MxAnswer> {
+      asked.push(domain);
       await gate;
       return inner.mx(domain, signal);
     },
+    ...(hosts === undefined
+      ? {}
+      : { addresses: (host: string, signal?: AbortSignal) => inner.addresses(host, signal) }),
     open: () => release(),
   };
+}
+
+/**
+ * Waits until `condition()` holds, looking after each timer turn, and fails the test if it
+ * does not within `turns` of them: for what must happen while something else never answers.
+ */
+export async function eventually(condition: () => boolean, what: string, turns = 500) {
+  for (let turn = 0; turn < turns && !condition(); turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  expect(condition(), what).toBe(true);
 }
 
 /** A stream of text (a job's results) read to its end. */

@@ -124,7 +124,7 @@ export type DefaultWebhookSender = (policy: { allowPrivateNetworks: boolean }) =
 
 export function createBatches(
   ctx: ServiceContext,
-  filters: Pick<Filters, 'match'>,
+  filters: Pick<Filters, 'ipFilter'>,
   options: BatchOptions = {},
   defaultSender: DefaultWebhookSender,
 ): Batches & { work: BatchWork } {

@@ -1,3 +1,4 @@
+import { isFree } from '../../engine/free-verdict.js';
 import type { MethodName } from '../../engine/methods.js';
 import type { JobWork } from '../../ports/batch-runner.js';
 import { UNKNOWN_REASONS, type Verdict } from '../../engine/verdict.js';
@@ -8,9 +9,9 @@ import type {
   LedgerRequest,
   PendingJobItem,
 } from '../../ports/store.js';
+import { optional } from '../../optional.js';
 import type { ServiceContext } from '../context.js';
 import type { Filters } from '../filters.js';
-import { FILTER_VERDICTS, fixedVerdict } from '../../engine/fixed-verdict.js';
 import { eventOf } from './results.js';
 import { jobHoldRef, jobItemRef, resultOf } from './submit.js';
 import { chunkByDomain } from './chunks.js';
@@ -50,7 +51,7 @@ interface Landed {
 
 export function createJobWork(
   ctx: ServiceContext,
-  filters: Pick<Filters, 'match'>,
+  filters: Pick<Filters, 'ipFilter'>,
   settings: JobWorkSettings,
 ): JobWork {
   const { engine, store, clock } = ctx;
@@ -173,26 +174,13 @@ export function createJobWork(
 
     try {
       if (!(await renew())) job = await rehold(job);
-      const ipFilters = await usesIpFilters(accountId);
+      // Email and domain filters answered at submission; IP filters are asked inside the
+      // engine's per-domain work, once each domain's MX hosts are known.
+      const ipFilter = await filters.ipFilter(accountId);
       const positions: number[] = [];
       const method = job.method as MethodName;
       async function* addresses(): AsyncGenerator<string> {
         for await (const item of items) {
-          if (ipFilters) {
-            const parsed = engine.parse(item.email);
-            const action = parsed.ok ? await filters.match(accountId, parsed, signal) : undefined;
-            if (parsed.ok && action !== undefined) {
-              const verdict = fixedVerdict(
-                item.email,
-                parsed,
-                method,
-                FILTER_VERDICTS[action],
-                'filter',
-              );
-              landed.push({ position: item.position, ...resultOf(verdict), charge: false });
-              continue;
-            }
-          }
           positions.push(item.position);
           yield item.email;
         }
@@ -210,6 +198,7 @@ export function createJobWork(
           perDomain: settings.perDomain,
           retryGreylisted: true,
           signal,
+          ...optional('ipFilter', ipFilter),
         });
         for await (const { index, verdict } of results) {
           landed.push(landedOf(positions[index] as number, verdict));
@@ -228,12 +217,6 @@ export function createJobWork(
     } finally {
       clearInterval(renewal);
     }
-  }
-
-  async function usesIpFilters(accountId: string): Promise<boolean> {
-    if (engine.dns.offline === true || engine.dns.addresses === undefined) return false;
-    const prefixes = await store.ipFilterPrefixes(accountId);
-    return prefixes.v4.length > 0 || prefixes.v6.length > 0;
   }
 
   return {
@@ -273,8 +256,10 @@ async function* prepended<T>(first: T, rest: AsyncGenerator<T>): AsyncGenerator<
 }
 
 function landedOf(position: number, verdict: Verdict): Landed {
-  // Results we could not get (DESIGN 5.3's unknown family) are given back, not charged.
-  return { position, ...resultOf(verdict), charge: !UNKNOWN_REASONS.has(verdict.reason) };
+  // Results we could not get (the unknown family) are given back, not charged; nor are the
+  // free ones (an IP filter's match, answered inside the engine's work).
+  const charge = !UNKNOWN_REASONS.has(verdict.reason) && !isFree(verdict);
+  return { position, ...resultOf(verdict), charge };
 }
 
 /** A landed result with the ledger request that settles (or gives back) its credits. */

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { firstAnswer } from '../idempotency.js';
 import type { ParseResult } from '../../address/parse.js';
-import { FILTER_VERDICTS, fixedVerdict } from '../../engine/fixed-verdict.js';
+import { freeVerdict } from '../../engine/free-verdict.js';
 import type { MethodName } from '../../engine/methods.js';
-import { testAddressVerdict } from '../../engine/test-addresses.js';
 import type { Verdict } from '../../engine/verdict.js';
 import { toResultRecord } from '../../format/shapes.js';
 import type {
@@ -116,22 +115,18 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
       if (earlier !== undefined) {
         return { email, billable: false, duplicateOf: earlier, result: null };
       }
-      if (!p.ok) return { email, billable: true, duplicateOf: null, result: null };
-      const fixed = testAddressVerdict(p);
-      if (fixed !== undefined) {
-        const verdict = fixedVerdict(email, p, method, fixed, 'test_address');
-        return { email, billable: false, duplicateOf: null, result: resultOf(verdict) };
-      }
-      let action = filters.email.get(emailKey(p));
-      if (action === undefined && !p.domainLiteral) {
-        for (const d of domainChain(p.asciiDomain)) {
-          action = filters.domain.get(d);
-          if (action !== undefined) break;
+      const verdict = freeVerdict(email, p, method, (valid) => {
+        const action = filters.email.get(emailKey(valid));
+        if (action !== undefined || valid.domainLiteral) return action;
+        for (const d of domainChain(valid.asciiDomain)) {
+          const byDomain = filters.domain.get(d);
+          if (byDomain !== undefined) return byDomain;
         }
-      }
-      if (action === undefined) return { email, billable: true, duplicateOf: null, result: null };
-      const verdict = fixedVerdict(email, p, method, FILTER_VERDICTS[action], 'filter');
-      return { email, billable: false, duplicateOf: null, result: resultOf(verdict) };
+        return undefined;
+      });
+      return verdict === undefined
+        ? { email, billable: true, duplicateOf: null, result: null }
+        : { email, billable: false, duplicateOf: null, result: resultOf(verdict) };
     });
   }
 
