@@ -3,6 +3,7 @@
  * so its latency timers must not share our event loop. Started by `startDnsChild`.
  */
 import { startDnsServer } from '../test/helpers/dns-server.js';
+import { mailHostIp } from './dns-process.js';
 
 const { domains, latencyMs } = JSON.parse(process.argv[2] as string) as {
   domains: number;
@@ -11,6 +12,7 @@ const { domains, latencyMs } = JSON.parse(process.argv[2] as string) as {
 const zone: Parameters<typeof startDnsServer>[0] = {};
 for (let d = 0; d < domains; d++) {
   zone[`domain${d}.com`] = { mx: [{ exchange: `mx.domain${d}.com`, preference: 10 }] };
+  zone[`mx.domain${d}.com`] = { a: [mailHostIp(d)] };
 }
 const server = await startDnsServer(zone, { rcode: 'NXDOMAIN' }, latencyMs);
 process.send?.({ address: server.address });

@@ -14,7 +14,18 @@ export interface DnsChild {
   stop(): Promise<unknown>;
 }
 
-/** `domain0.com` ... `domain<domains-1>.com`, each with one MX, answered after `latencyMs`. */
+/**
+ * The address of `mx.domain<d>.com`, in the benchmarking range of RFC 2544 (198.18.0.0/15):
+ * one domain in ten has its mail host in 198.18.0.0/24, the range an IP filter bench blocks.
+ */
+export function mailHostIp(d: number): string {
+  return `198.18.${d % 10}.${Math.floor(d / 10) % 256}`;
+}
+
+/**
+ * `domain0.com` ... `domain<domains-1>.com`, each with one MX (`mx.domain<d>.com`, whose A
+ * record is `mailHostIp(d)`), answered after `latencyMs`.
+ */
 export async function startDnsChild(domains: number, latencyMs: number): Promise<DnsChild> {
   const child: ChildProcess = fork(
     fileURLToPath(new URL('./dns-child.ts', import.meta.url)),

@@ -17,6 +17,7 @@ import { ipFilterBench, printIpFilterTable, printServiceTable, serviceBench } fr
 import { printSmtpTable, smtpBench } from './smtp.js';
 import { disposableCoverage, printCoverageTable, printTypoTable, typoBench } from './typo.js';
 import { batchBench, printBatchTable } from './batch.js';
+import { filterBatchBench, printFilterBatchTable } from './filter-batch.js';
 import { printScaleTable, scaleBench } from './scale.js';
 import { printVerifyManyTable, verifyManyBench } from './verify-many.js';
 
@@ -166,6 +167,10 @@ printBatchTable(await batchBench());
 
 // Scale-out: the same job on BullMQ + Redis with 1, 2 and 4 worker processes (issue 15).
 printScaleTable(await scaleBench());
+
+// A batch job with one IP filter beside the same job without, on SQLite and on BullMQ: the
+// filter is asked inside the engine's per-domain work (issue 22).
+printFilterBatchTable(await filterBatchBench());
 
 // The service core around the engine, on memory and SQLite.
 printServiceTable(await serviceBench(corpus));

@@ -46,7 +46,8 @@ function workerCommand(): string[] {
   return existsSync(built) ? [built] : ['--import', 'tsx', `${ROOT}src/cli/bin.ts`];
 }
 
-function startWorker(redisUrl: string, dns: string): Promise<ChildProcess> {
+/** A `mailverdict worker` process on `redisUrl`, resolving through `dns`, once it takes work. */
+export function startWorker(redisUrl: string, dns: string): Promise<ChildProcess> {
   const child = spawn(
     process.execPath,
     [...workerCommand(), 'worker', '--redis', redisUrl, '--dns-server', dns, '--no-dns-canary'],

@@ -7,6 +7,9 @@ import {
 } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 
+/** The server socket's receive buffer: room for thousands of questions at once. */
+const RECEIVE_BUFFER_BYTES = 4 << 20;
+
 /** How the test server answers one name: records, an rcode, or silence. */
 export type ZoneEntry =
   | { mx?: Array<{ exchange: string; preference: number }>; a?: string[]; aaaa?: string[] }
@@ -71,6 +74,11 @@ export async function startDnsServer(
     else socket.send(response, remote.port, remote.address);
   });
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  // A batch asks hundreds of questions at once (MX lookups ahead, hosts' addresses for IP
+  // filters): on a busy machine they wait for this process's turn, and the default buffer
+  // (208 KB on Linux, some 200 questions) dropped the rest, which c-ares then timed out.
+  // The kernel caps the size at net.core.rmem_max.
+  socket.setRecvBufferSize(RECEIVE_BUFFER_BYTES);
   const { port } = socket.address() as AddressInfo;
   return {
     address: `127.0.0.1:${port}`,
