@@ -60,7 +60,6 @@ export interface Filters {
   ipFilter(accountId: string): Promise<IpFilter | undefined>;
 }
 
-
 export function createFilters(ctx: ServiceContext): Filters {
   const { store, clock, engine } = ctx;
 
