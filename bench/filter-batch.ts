@@ -6,21 +6,17 @@
  * addresses as well as its MX: a job with it should still keep the engine's domain grouping
  * and read-ahead, so its wall time stays near the job's without it.
  */
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bullmqBatchRunner } from '../src/bullmq.js';
 import { createEngine } from '../src/compose/engine.js';
 import type { Store } from '../src/ports/store.js';
-import { createRedisStore } from '../src/redis.js';
 import { createService } from '../src/compose/service.js';
 import type { Service } from '../src/service/service.js';
 import { createSqliteStore } from '../src/sqlite.js';
-import { startRedisServer } from '../test/helpers/redis-server.js';
 import { startDnsChild, type DnsChild } from './dns-process.js';
-import { startWorker } from './scale.js';
+import { jobCompleted, startBullmqCluster } from './scale.js';
 
 const SIZE = Number(process.env.FILTER_BENCH_SIZE ?? 2_000);
 const DOMAINS = Number(process.env.FILTER_BENCH_DOMAINS ?? 200);
@@ -120,40 +116,16 @@ async function sqliteRows(dns: DnsChild, dir: string): Promise<FilterBatchRow[]>
 }
 
 async function bullmqRows(dns: DnsChild): Promise<FilterBatchRow[]> {
-  const redis = await startRedisServer();
-  const workers: ChildProcess[] = [];
-  const store = createRedisStore(redis.url);
-  // This process is the API: it queues the jobs; only the workers verify.
-  const service = createService({
-    engine: createEngine({ offline: true }),
-    store,
-    batch: { runner: bullmqBatchRunner({ connection: redis.url }) },
-  });
+  const cluster = await startBullmqCluster(WORKERS, dns.address);
+  const { service, store } = cluster;
   try {
-    for (let i = 0; i < WORKERS; i++) workers.push(await startWorker(redis.url, dns.address));
-    await service.start();
     return await rows(`BullMQ + Redis store, ${WORKERS} workers`, {
       service,
       store,
-      async done(accountId, id) {
-        for (;;) {
-          const job = await store.getJob(accountId, id);
-          if (job?.status === 'completed') return;
-          if (job?.status === 'failed') throw new Error(`the job failed: ${job.failureReason}`);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-      },
+      done: (accountId, id) => jobCompleted(store, accountId, id),
     });
   } finally {
-    await service.stop();
-    for (const worker of workers) worker.kill('SIGTERM');
-    await Promise.all(
-      workers.map((worker) =>
-        worker.exitCode === null ? new Promise((resolve) => worker.once('exit', resolve)) : null,
-      ),
-    );
-    await store.close();
-    await redis.close();
+    await cluster.close();
   }
 }
 

@@ -13,7 +13,9 @@ import { bullmqBatchRunner } from '../src/bullmq.js';
 import { createEngine } from '../src/compose/engine.js';
 import { createRedisStore } from '../src/redis.js';
 import { createService } from '../src/compose/service.js';
-import { startRedisServer } from '../test/helpers/redis-server.js';
+import type { Store } from '../src/ports/store.js';
+import type { Service } from '../src/service/service.js';
+import { startRedisServer, type RedisTestServer } from '../test/helpers/redis-server.js';
 import { startDnsChild } from './dns-process.js';
 
 const SIZE = Number(process.env.SCALE_BENCH_SIZE ?? 50_000);
@@ -63,20 +65,64 @@ export function startWorker(redisUrl: string, dns: string): Promise<ChildProcess
   });
 }
 
-async function oneRun(workers: number): Promise<ScaleRow> {
+/** BullMQ over a fresh redis-server: this process queues jobs, worker processes verify them. */
+export interface BullmqCluster {
+  readonly redis: RedisTestServer;
+  /** The Redis store the API and the workers share. */
+  readonly store: Store;
+  /** The API: an offline engine, so that only the workers verify. */
+  readonly service: Service;
+  readonly workers: readonly ChildProcess[];
+  /** Stops the API, the workers (SIGTERM, awaited) and redis-server. */
+  close(): Promise<void>;
+}
+
+/** A redis-server, `count` `mailverdict worker` processes resolving through `dns`, and the API. */
+export async function startBullmqCluster(count: number, dns: string): Promise<BullmqCluster> {
   const redis = await startRedisServer();
-  const dns = await startDnsChild(DOMAINS, LATENCY_MS);
-  const children: ChildProcess[] = [];
+  const workers: ChildProcess[] = [];
   const store = createRedisStore(redis.url);
-  // This process is the API: it queues the job; only the workers verify.
   const service = createService({
     engine: createEngine({ offline: true }),
     store,
     batch: { runner: bullmqBatchRunner({ connection: redis.url }) },
   });
+  const close = async () => {
+    await service.stop();
+    for (const child of workers) child.kill('SIGTERM');
+    await Promise.all(
+      workers.map((child) =>
+        child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : null,
+      ),
+    );
+    await store.close();
+    await redis.close();
+  };
   try {
-    for (let i = 0; i < workers; i++) children.push(await startWorker(redis.url, dns.address));
+    for (let i = 0; i < count; i++) workers.push(await startWorker(redis.url, dns));
     await service.start();
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { redis, store, service, workers, close };
+}
+
+/** Resolves once the job is completed (polling the store); rejects if it failed. */
+export async function jobCompleted(store: Store, accountId: string, id: string): Promise<void> {
+  for (;;) {
+    const job = await store.getJob(accountId, id);
+    if (job?.status === 'completed') return;
+    if (job?.status === 'failed') throw new Error(`the job failed: ${job.failureReason}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+async function oneRun(workers: number): Promise<ScaleRow> {
+  const dns = await startDnsChild(DOMAINS, LATENCY_MS);
+  const cluster = await startBullmqCluster(workers, dns.address);
+  const { redis, store, service, workers: children } = cluster;
+  try {
     const account = await service.admin.createAccount({
       email: 'bench@example.org',
       plan: 'enterprise',
@@ -91,12 +137,7 @@ async function oneRun(workers: number): Promise<ScaleRow> {
       { emails, method: 'quick' },
     );
     const submitMs = performance.now() - started;
-    for (;;) {
-      const job = await store.getJob(account.id, id);
-      if (job?.status === 'completed') break;
-      if (job?.status === 'failed') throw new Error(`the job failed: ${job.failureReason}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await jobCompleted(store, account.id, id);
     const ms = performance.now() - started;
     return {
       workers,
@@ -110,16 +151,8 @@ async function oneRun(workers: number): Promise<ScaleRow> {
       redisCpuS: cpuSeconds(redis.pid()) - redisBefore,
     };
   } finally {
-    await service.stop();
-    for (const child of children) child.kill('SIGTERM');
-    await Promise.all(
-      children.map((child) =>
-        child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : null,
-      ),
-    );
-    await store.close();
+    await cluster.close();
     await dns.stop();
-    await redis.close();
   }
 }
 

@@ -352,41 +352,42 @@ function runFrom(
       return result.then((finding) => {
         const next = path.followedBy(finding);
         if (finding.status === 'fail') return verdictOf(facts, method, next, startedAt, context);
-        return filterNext
-          ? afterIpFilter(i + 1, next, facts, method, context, call, startedAt)
-          : runFrom(i + 1, next, facts, method, context, call, startedAt);
+        if (!filterNext) return runFrom(i + 1, next, facts, method, context, call, startedAt);
+        const rest = (at: number) => runFrom(i + 1, next, facts, method, context, call, at);
+        return afterIpFilter(facts, method, context, call, startedAt, rest);
       });
     }
     path = path.followedBy(result);
     if (result.status === 'fail') break;
-    if (filterNext) return afterIpFilter(i + 1, path, facts, method, context, call, started);
+    if (filterNext) {
+      const checked = path;
+      const rest = (at: number) => runFrom(i + 1, checked, facts, method, context, call, at);
+      return afterIpFilter(facts, method, context, call, started, rest);
+    }
   }
   return verdictOf(facts, method, path, started, context);
 }
 
 /**
  * The caller's IP filter over the mail hosts the mx check found: a match is the verdict (a
- * free one: no check after it runs); otherwise the checkers go on from `index`.
+ * free one: no check after it runs); otherwise `rest`, the checks after mx, from `started`.
  */
 function afterIpFilter(
-  index: number,
-  path: FindingPath,
   facts: AddressFacts,
   method: Method,
   context: EngineContext,
   call: VerifyCall,
   started: number,
+  rest: (started: number) => Verdict | Promise<Verdict>,
 ): Verdict | Promise<Verdict> {
   const { parsed, input } = facts;
   const filter = call.ipFilter as IpFilter;
   const hosts = facts.mx?.hosts ?? [];
   const action = ipFilterAction(parsed, hosts, context.ports.dns, filter, call.signal);
-  if (action === undefined) return runFrom(index, path, facts, method, context, call, started);
+  if (action === undefined) return rest(started);
   const startedAt = started === SYNCHRONOUS ? context.clock.now() : started;
   return action.then(
-    (found) =>
-      freeVerdict(input, parsed, method.name, () => found) ??
-      runFrom(index, path, facts, method, context, call, startedAt),
+    (found) => freeVerdict(input, parsed, method.name, () => found) ?? rest(startedAt),
   );
 }
 

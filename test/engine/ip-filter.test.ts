@@ -4,11 +4,10 @@ import { createCachedDns } from '../../src/dns/cached-dns.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/compose/engine.js';
 import { freeVerdict, isFree } from '../../src/engine/free-verdict.js';
-import type { Dns } from '../../src/ports/dns.js';
 import type { IpFilter } from '../../src/ports/ip-filter.js';
 import type { FilterAction } from '../../src/ports/store.js';
 import { createMemorySmtp } from '../../src/smtp/memory-smtp.js';
-import { countingSmtp, eventually } from '../service/helpers.js';
+import { countingDns, countingSmtp, eventually } from '../service/helpers.js';
 
 /** An IpFilter over a table of single addresses, recording what it is asked about. */
 function tableFilter(actions: Record<string, FilterAction>): IpFilter & { asked: string[][] } {
@@ -19,22 +18,6 @@ function tableFilter(actions: Record<string, FilterAction>): IpFilter & { asked:
       asked.push([...ips]);
       const found = ips.map((ip) => actions[ip]).find((action) => action !== undefined);
       return Promise.resolve(found);
-    },
-  };
-}
-
-/** A Dns counting each call, as `mx domain` and `addresses host`. */
-function countingDns(inner: Dns): Dns & { calls: string[] } {
-  const calls: string[] = [];
-  return {
-    calls,
-    mx(domain, signal) {
-      calls.push(`mx ${domain}`);
-      return inner.mx(domain, signal);
-    },
-    addresses(host, signal) {
-      calls.push(`addresses ${host}`);
-      return inner.addresses?.(host, signal) ?? Promise.resolve([]);
     },
   };
 }
