@@ -99,7 +99,8 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
 
   /**
    * Duplicates, test addresses and email or domain filter matches are free and answered
-   * here; every other address is billable. IP filters need DNS: the runner applies them.
+   * here; every other address is billable. IP filters need DNS: when the job runs, the engine
+   * asks them inside each domain's work, and a match's credits are given back.
    */
   async function classify(
     accountId: string,
