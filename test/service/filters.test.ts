@@ -357,5 +357,32 @@ describe.each(STORES)(
       expect((await verify('a@mapped.example.net')).verdict.reason).toBe('blocked_by_filter');
       expect((await verify('a@[IPv6:::ffff:192.0.2.5]')).verdict.reason).toBe('blocked_by_filter');
     });
+
+    it("reads a domain's ranges once per job run, however many of its addresses it verifies", async () => {
+      const { service, accountId, reads, dns } = await withIpFilters(
+        ['198.51.100.0/24', '2001:db8:9::/48'],
+        () => 'block',
+      );
+      const emails = [
+        ...Array.from({ length: 20 }, (_, i) => `u${i}@example.org`),
+        ...Array.from({ length: 20 }, (_, i) => `u${i}@dual.example.net`),
+      ];
+      const caller = { accountId };
+      const { id } = await service.submitBatch(caller, { emails, method: 'quick' });
+      await service.batchWork.idle();
+      expect(await service.batchStatus(caller, id)).toMatchObject({
+        status: 'completed',
+        invalid: 40,
+      });
+      // Submission reads the email and domain filters; the run, the prefixes once and each
+      // domain's ranges once: a /24 or a /48 for each of its two IPs (example.org's two
+      // hosts, dual.example.net's one host of both families).
+      expect(reads.filter((read) => read.startsWith('ip'))).toEqual([
+        'ip prefixes',
+        'ip_address x2',
+        'ip_address x2',
+      ]);
+      expect(dns.calls.filter((call) => call.startsWith('addresses')).length).toBeGreaterThan(0);
+    });
   },
 );
