@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createEngine, SMTP_FINDINGS, type ProbeClass } from '../src/index.js';
+import { createEngine, parseAddress, SMTP_FINDINGS, type ProbeClass } from '../src/index.js';
 import { DISPOSABLE_COUNT } from '../src/data/generated/disposable.js';
 import { createMemoryDns, createMemorySmtp } from '../src/testing.js';
 
@@ -159,5 +159,16 @@ describe('README examples', () => {
     const real = await verdictOf(createMemorySmtp({ catchAllDomains: ['example.org'] }));
     expect(real.checks.find((finding) => finding.check === 'catch_all')?.code).toBe(code);
     expect([real.state, real.reason, real.riskFactors]).toEqual([state, reason, [factor]]);
+  });
+
+  it('the allowDomainJoiners row: its examples as each profile parses them', () => {
+    const row = README.split('\n').find((line) => line.startsWith('| `allowDomainJoiners`'));
+    const examples = [...(row ?? '').matchAll(/`(user@[^`]+)`/g)].map((match) => match[1]);
+    expect(examples).toHaveLength(2);
+    for (const address of examples as string[]) {
+      expect(address).toMatch(/[\u200c\u200d]/);
+      expect(parseAddress(address)).toMatchObject({ ok: false, code: 'unsafe_character' });
+      expect(parseAddress(address, { profile: 'rfc' }).ok).toBe(true);
+    }
   });
 });

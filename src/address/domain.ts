@@ -50,6 +50,8 @@ export interface ParsedDomain {
 export interface DomainRules {
   readonly allowDomainLiteral: boolean;
   readonly globallyDeliverable: boolean;
+  /** ZWNJ and ZWJ where IDNA 2008's CONTEXTJ allows them; absent, IDNA 2008 alone decides. */
+  readonly allowDomainJoiners?: boolean;
 }
 
 /** Parses and normalizes the part after the @-sign. Linear in its length. */
@@ -58,22 +60,28 @@ export function parseDomain(raw: string, rules: DomainRules): ParsedDomain | Par
   if (raw.charCodeAt(0) === 0x5b /* [ */) return parseDomainLiteral(raw, rules);
   const scanned = scanDomain(raw, rules);
   if (scanned !== NON_ASCII) return scanned;
-  return rules.globallyDeliverable
-    ? parseInternationalDeliverable(raw)
-    : parseInternationalAnywhere(raw);
+  return parseInternational[ruleSet(rules)]!(raw);
+}
+
+/** The rules that change an international domain's verdict, as an index of the memos below. */
+function ruleSet(rules: DomainRules): number {
+  return (rules.globallyDeliverable ? 1 : 0) + (rules.allowDomainJoiners === false ? 0 : 2);
 }
 
 // IDNA 2008 (mapping, punycode, the label rules) costs several µs a domain: memoized per rule
 // set. It runs only for non-ASCII domains and A-labels; ASCII host names never get here.
-const parseInternationalDeliverable = boundedMemo((raw) =>
-  parseInternationalDomain(raw, { allowDomainLiteral: false, globallyDeliverable: true }),
-);
-const parseInternationalAnywhere = boundedMemo((raw) =>
-  parseInternationalDomain(raw, { allowDomainLiteral: false, globallyDeliverable: false }),
+const parseInternational = [0, 1, 2, 3].map((set) =>
+  boundedMemo((raw) =>
+    parseInternationalDomain(raw, {
+      allowDomainLiteral: false,
+      globallyDeliverable: (set & 1) !== 0,
+      allowDomainJoiners: (set & 2) !== 0,
+    }),
+  ),
 );
 
 function parseInternationalDomain(raw: string, rules: DomainRules): ParsedDomain | PartFailure {
-  const idn = toIdnaDomain(raw);
+  const idn = toIdnaDomain(raw, rules.allowDomainJoiners !== false);
   if (!idn.ok) return idn;
   // Lengths of the A-label form and the deliverability rules, without decoding again.
   const checked = scanDomain(idn.ascii, rules, false);
@@ -204,15 +212,19 @@ function scanDomain(
   if (!hasALabel || !decode) {
     return { ok: true, ascii, unicode: ascii, literal: false, confusable: false };
   }
-  return checkALabels(ascii);
+  return (rules.allowDomainJoiners === false ? checkALabelsNoJoiners : checkALabels)(ascii);
 }
 
 /** An ASCII domain with A-labels, through the one IDNA rule set; memoized (~µs a domain). */
-const checkALabels = boundedMemo((ascii: string): ParsedDomain | PartFailure => {
-  const idn = toIdnaDomain(ascii);
-  if (!idn.ok) return idn;
-  return { ok: true, ascii, unicode: idn.unicode, literal: false, confusable: idn.confusable };
-});
+function aLabelChecker(joiners: boolean): (ascii: string) => ParsedDomain | PartFailure {
+  return boundedMemo((ascii) => {
+    const idn = toIdnaDomain(ascii, joiners);
+    if (!idn.ok) return idn;
+    return { ok: true, ascii, unicode: idn.unicode, literal: false, confusable: idn.confusable };
+  });
+}
+const checkALabels = aLabelChecker(true);
+const checkALabelsNoJoiners = aLabelChecker(false);
 
 function parseDomainLiteral(raw: string, rules: DomainRules): ParsedDomain | PartFailure {
   if (!rules.allowDomainLiteral) {

@@ -85,8 +85,11 @@ const MAX_MAPPED_DOMAIN_UNITS = 4 * (MAX_DOMAIN_OCTETS + 1);
 /**
  * Maps and checks a domain that has non-ASCII characters or A-labels. Expects no empty input;
  * empty labels, lengths of the whole and the deliverability rules are the caller's.
+ * `joiners`: ZWNJ and ZWJ are held to IDNA 2008's CONTEXTJ rules (the default, IDNA alone);
+ * false refuses them as the unsafe characters they are anywhere else in an address
+ * (python-email-validator's rule, the default profile's).
  */
-export function toIdnaDomain(raw: string): IdnaDomain | PartFailure {
+export function toIdnaDomain(raw: string, joiners = true): IdnaDomain | PartFailure {
   const refused = checkAsWritten(raw);
   if (refused !== undefined) return refused;
 
@@ -106,14 +109,14 @@ export function toIdnaDomain(raw: string): IdnaDomain | PartFailure {
     if (isAscii(mapped) && isALabelPrefix(mapped)) {
       // Decoded and held to the U-label rules: an A-label gets a U-label's verdict.
       alabel = mapped;
-      const decoded = decodeALabel(alabel);
+      const decoded = decodeALabel(alabel, joiners);
       if (typeof decoded !== 'string') return decoded;
       ulabel = decoded;
     } else if (isAscii(mapped)) {
       // An LDH label (or what maps to one, `ＥＸＡＭＰＬＥ`): the ASCII scan checks it.
       alabel = mapped;
     } else {
-      const problem = checkULabel(mapped, false);
+      const problem = checkULabel(mapped, false, mapped, joiners);
       if (problem !== undefined) return problem;
       alabel = `xn--${punycode.encode(mapped)}`;
     }
@@ -170,7 +173,8 @@ function checkAsWritten(raw: string): PartFailure | undefined {
       continue;
     }
     const properties = codePointProperties(code);
-    // ZWNJ and ZWJ are format characters but CONTEXTJ: the joiner rules decide on them.
+    // ZWNJ and ZWJ are format characters but CONTEXTJ: checkULabel decides on them, as it
+    // does on the ones an A-label decodes to.
     if ((properties & UNSAFE) !== 0 && code !== 0x200c && code !== 0x200d) {
       return fail(
         'unsafe_character',
@@ -192,7 +196,7 @@ function isALabelPrefix(label: string): boolean {
 }
 
 /** The U-label of a lowercase A-label, held to RFC 5891 5.3-5.5 and the U-label rules. */
-function decodeALabel(alabel: string): string | PartFailure {
+function decodeALabel(alabel: string, joiners: boolean): string | PartFailure {
   let ulabel: string;
   try {
     ulabel = punycode.decode(alabel.slice(4));
@@ -209,7 +213,7 @@ function decodeALabel(alabel: string): string | PartFailure {
   ) {
     return fail('invalid_idn', `The label '${alabel}' is not a valid A-label.`);
   }
-  return checkULabel(ulabel, true, alabel) ?? ulabel;
+  return checkULabel(ulabel, true, alabel, joiners) ?? ulabel;
 }
 
 /**
@@ -218,11 +222,14 @@ function decodeALabel(alabel: string): string | PartFailure {
  * rule needs the whole domain (bidiProblem). `fromALabel` only changes the error code: an
  * A-label is invalid as a whole. Messages name the label as `shown`: an A-label as written,
  * since what it decodes to may be controls or other characters that do not print.
+ * `joiners` false refuses ZWNJ and ZWJ as unsafe characters (see toIdnaDomain), in a U-label
+ * and in what an A-label decodes to alike.
  */
 export function checkULabel(
   label: string,
   fromALabel: boolean,
   shown: string = label,
+  joiners = true,
 ): PartFailure | undefined {
   const codePoints: number[] = [];
   for (let i = 0; i < label.length; i++) {
@@ -252,6 +259,7 @@ export function checkULabel(
     const derived = codePointProperties(codePoint) & DERIVED;
     if (derived === PVALID) continue;
     if (derived === CONTEXTJ) {
+      if (!joiners) return unsafeJoiner(codePoint, fromALabel, shown);
       if (contextjAllows(codePoints, index)) continue;
       return fail(
         'invalid_idn',
@@ -410,6 +418,17 @@ function brokenBidiRule(label: string): number {
     return 6;
   }
   return 0;
+}
+
+/** A joiner where the policy refuses it: the same code whether written or encoded. */
+function unsafeJoiner(codePoint: number, fromALabel: boolean, shown: string): PartFailure {
+  const joiner = describeCharacter(String.fromCodePoint(codePoint));
+  return fail(
+    'unsafe_character',
+    fromALabel
+      ? `The label '${shown}' encodes an unsafe character: ${joiner}.`
+      : `The part after the @-sign contains an unsafe character: ${joiner}.`,
+  );
 }
 
 function badCharacter(codePoint: number): PartFailure {

@@ -11,6 +11,12 @@ export interface ParseOptions {
    * not ending in a letter, special-use names (RFC 6761). Default true.
    */
   readonly globallyDeliverable?: boolean;
+  /**
+   * ZWNJ and ZWJ in a domain label where IDNA 2008's CONTEXTJ rules allow them (`ශ්‍රී.com`,
+   * `نامه‌ای.com`), as written or in the A-label. Off, they are unsafe characters there as
+   * anywhere else in the address (python-email-validator's rule). Default false.
+   */
+  readonly allowDomainJoiners?: boolean;
 }
 
 export type ResolvedParseOptions = Required<ParseOptions>;
@@ -21,6 +27,7 @@ export const DEFAULT_PROFILE: ResolvedParseOptions = Object.freeze({
   allowDomainLiteral: false,
   allowSmtpUtf8: true,
   globallyDeliverable: true,
+  allowDomainJoiners: false,
 });
 
 /** The full RFC 5321/5322/6531 grammar for addresses, without deliverability rules. */
@@ -29,6 +36,7 @@ export const RFC_PROFILE: ResolvedParseOptions = Object.freeze({
   allowDomainLiteral: true,
   allowSmtpUtf8: true,
   globallyDeliverable: false,
+  allowDomainJoiners: true,
 });
 
 export type ProfileName = 'default' | 'rfc';
@@ -48,7 +56,8 @@ export function resolveParseOptions(
     options.allowQuotedLocal === undefined &&
     options.allowDomainLiteral === undefined &&
     options.allowSmtpUtf8 === undefined &&
-    options.globallyDeliverable === undefined
+    options.globallyDeliverable === undefined &&
+    options.allowDomainJoiners === undefined
   ) {
     return base;
   }
@@ -57,5 +66,6 @@ export function resolveParseOptions(
     allowDomainLiteral: options.allowDomainLiteral ?? base.allowDomainLiteral,
     allowSmtpUtf8: options.allowSmtpUtf8 ?? base.allowSmtpUtf8,
     globallyDeliverable: options.globallyDeliverable ?? base.globallyDeliverable,
+    allowDomainJoiners: options.allowDomainJoiners ?? base.allowDomainJoiners,
   };
 }

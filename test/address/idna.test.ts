@@ -48,14 +48,6 @@ const CASES: ReadonlyArray<readonly [string, ParseErrorCode | 'ok', string]> = [
   ['1a.שלום.com', 'invalid_idn', 'rule 1 for every label of a Bidi domain'],
   ['1a.com', 'ok', 'a leading digit is fine outside a Bidi domain'],
 
-  // RFC 5892 Appendix A.1 and A.2, CONTEXTJ (UTS-46 CheckJoiners).
-  ['क्\u200cष.in', 'ok', 'A.1: ZWNJ after a virama'],
-  ['می\u200cخواهم.ir', 'ok', 'A.1: ZWNJ between joining letters (Persian)'],
-  ['a\u200cb.com', 'invalid_idn', 'A.1: ZWNJ with neither context'],
-  ['\u200cab.com', 'invalid_idn', 'A.1: ZWNJ at the start'],
-  ['क्\u200dष.in', 'ok', 'A.2: ZWJ after a virama'],
-  ['a\u200db.com', 'invalid_idn', 'A.2: ZWJ elsewhere'],
-
   // RFC 5892 Appendix A.3-A.9, CONTEXTO (no UTS-46 counterpart).
   ['l·l.cat', 'ok', 'A.3: Catalan middle dot between two l'],
   ['col·legi.cat', 'ok', 'A.3: inside a word'],
@@ -94,6 +86,59 @@ const CASES: ReadonlyArray<readonly [string, ParseErrorCode | 'ok', string]> = [
   ['\u0301a.com', 'invalid_idn', 'RFC 5891 5.4: a leading combining mark'],
   ['bu\u0308cher.de', 'ok', 'NFC first: u + U+0308 is ü'],
 ];
+
+// RFC 5892 Appendix A.1 and A.2, CONTEXTJ (UTS-46 CheckJoiners): the rfc profile's verdicts.
+// The default profile refuses every joiner as the unsafe character it is anywhere else in an
+// address (python-email-validator's rule), whether written or encoded in an A-label.
+const JOINER_CASES: ReadonlyArray<readonly [string, ParseErrorCode | 'ok', string]> = [
+  ['क्\u200cष.in', 'ok', 'A.1: ZWNJ after a virama'],
+  ['می\u200cخواهم.ir', 'ok', 'A.1: ZWNJ between joining letters (Persian)'],
+  ['نامه\u200cای.com', 'ok', 'A.1: ZWNJ between joining letters (Persian)'],
+  ['a\u200cb.com', 'invalid_idn', 'A.1: ZWNJ with neither context'],
+  ['\u200cab.com', 'invalid_idn', 'A.1: ZWNJ at the start'],
+  ['क्\u200dष.in', 'ok', 'A.2: ZWJ after a virama'],
+  ['ශ්\u200dරී.com', 'ok', 'A.2: ZWJ after a virama (Sinhala shri)'],
+  ['a\u200db.com', 'invalid_idn', 'A.2: ZWJ elsewhere'],
+];
+
+describe('joiners (ZWNJ, ZWJ) in a domain', () => {
+  it.each(JOINER_CASES)(
+    '%s: %s in the rfc profile (%s), as written and as A-labels',
+    (domain, expected) => {
+      for (const form of [domain, aLabels(domain)]) {
+        expect([form, code(parseAddress(`user@${form}`, { profile: 'rfc' }))]).toEqual([
+          form,
+          expected,
+        ]);
+      }
+    },
+  );
+
+  it.each(JOINER_CASES)(
+    '%s: unsafe_character in the default profile, as written and as A-labels',
+    (domain) => {
+      for (const form of [domain, aLabels(domain)]) {
+        const parsed = parseAddress(`user@${form}`);
+        expect([form, code(parsed)]).toEqual([form, 'unsafe_character']);
+        expect(parsed.ok ? '' : parsed.message).toMatch(/unsafe character: U\+200[CD]\./);
+      }
+    },
+  );
+
+  it('follows allowDomainJoiners over either profile, and never lets one into a local part', () => {
+    const sri = 'user@ශ්\u200dරී.com';
+    expect(code(parseAddress(sri, { allowDomainJoiners: true }))).toBe('ok');
+    expect(code(parseAddress(sri, { profile: 'rfc', allowDomainJoiners: false }))).toBe(
+      'unsafe_character',
+    );
+    expect(code(parseAddress('us\u200der@example.com', { profile: 'rfc' }))).toBe(
+      'unsafe_character',
+    );
+    expect(code(parseAddress('"us\u200cer"@example.com', { profile: 'rfc' }))).toBe(
+      'unsafe_character',
+    );
+  });
+});
 
 describe('IDNA 2008 conformance', () => {
   it.each(CASES)('%s -> %s (%s)', (domain, expected) => {

@@ -116,10 +116,29 @@ describe('IDNA properties', () => {
     fc.assert(
       fc.property(fc.array(bidiLabel, { minLength: 1, maxLength: 3 }), (labels) => {
         const host = [...labels, 'com'].join('.');
-        const ours = parseAddress(`user@${host}`).ok;
+        // The rfc profile: IDNA 2008 alone decides on joiners (the default refuses them).
+        const ours = parseAddress(`user@${host}`, { profile: 'rfc' }).ok;
         expect({ host, ok: ours }).toEqual({ host, ok: tr46.toASCII(host, strict) !== null });
       }),
       fcParams({ numRuns: 5000 }),
+    );
+  });
+
+  it('the default profile refuses a joiner anywhere in a domain, written or encoded', () => {
+    fc.assert(
+      fc.property(domain, (host) => {
+        if (!/[\u200c\u200d]/.test(host)) return;
+        for (const address of [`user@${host}`, asciiForm(`user@${host}`)]) {
+          const parsed = parseAddress(address);
+          // The unsafe rule, unless an earlier rule refuses the label as written or decoded.
+          if (!parsed.ok && parsed.code !== 'unsafe_character') {
+            expect(parseAddress(address, { profile: 'rfc' }).ok).toBe(false);
+          } else {
+            expect({ address, ok: parsed.ok }).toEqual({ address, ok: false });
+          }
+        }
+      }),
+      fcParams({ numRuns: 3000 }),
     );
   });
 
