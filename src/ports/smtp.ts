@@ -5,13 +5,15 @@
  *
  * - accepted: 250/251, the mailbox takes mail.
  * - rejected: the mailbox or its domain does not exist (X.1.1, X.1.2, X.1.6, X.1.10, "user
- *   unknown" and its many spellings).
+ *   unknown" and its many spellings, a 5xx X.7.x whose text says only that, a provider's
+ *   documented marker such as Exchange Online's AS(201806281)).
  * - disabled: the mailbox exists but is closed (5xx X.2.1, "disabled", "inactive").
  * - mailbox_full: over quota (X.2.2, quota texts).
  * - greylisted: come back later (greylisting texts, 4.7.x "try again later").
  * - cannot_verify: 252, the server will try but will not say.
- * - blocked: the server refuses US (X.7.x, RBLs, reputation, relay, rate, our IP or HELO): says
- *   nothing about the mailbox, so it is unknown, never rejected.
+ * - blocked: the server refuses US (X.7.x, RBLs, reputation, relay, a rate limit on our client,
+ *   our IP or HELO): says nothing about the mailbox, so it is unknown, never rejected, and
+ *   never asked again.
  * - sender_refused: our envelope sender is refused (X.1.7, X.1.8, "Sender address rejected",
  *   any 5xx to MAIL FROM that is not policy): unknown for every recipient of the session.
  * - too_many_recipients: not an answer (X.5.3, 452, 552 to RCPT): ask again in a new
