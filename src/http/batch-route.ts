@@ -1,5 +1,4 @@
 import { optional } from '../optional.js';
-import { downloadUrl } from '../service/batch/results.js';
 import { RESULTS_FORMATS, resultsFormatOf } from '../service/request-fields.js';
 import type { NewBatch, ResultsFormat } from '../service/service.js';
 import type { Exchange } from './exchange.js';
@@ -17,32 +16,31 @@ export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
   const caller = await exchange.authenticate('batch', exchange.query.get('api_key'));
   // The wire's fields as they came: the service checks each (request-fields.ts), so that a
   // refusal reads the same over HTTP as in the library.
+  // The job keeps the handler's base URL, if it has one, for its download_url.
+  const options = {
+    ...optional('requestId', requestId),
+    ...optional('baseUrl', exchange.config.baseUrl),
+  };
   const job = await namingIdempotencyKey(() =>
-    exchange.service.submitBatch(
-      caller,
-      body as unknown as NewBatch,
-      optional('requestId', requestId),
-    ),
+    exchange.service.submitBatch(caller, body as unknown as NewBatch, options),
   );
   return json(202, job);
 }
 
-/** GET /v1/verify/{id}: progress, and the absolute `download_url` once completed. */
+/**
+ * GET /v1/verify/{id}: progress, and `download_url` once completed, as the service builds it
+ * (its webhook says the same) on the base URL kept with the job; never on this request's Host.
+ */
 export async function batchStatusRoute(exchange: Exchange, rawId: string): Promise<Reply> {
   const id = routeId(rawId);
   const caller = await exchange.authenticate('batch', exchange.query.get('api_key'));
-  // download_url: the handler's baseUrl, else the service's batch.baseUrl (which its webhooks
-  // use too), else this request's origin; built alike, so one base gives one URL in both.
-  const { baseUrl } = exchange.config;
-  const status = await exchange.service.batchStatus(caller, id, {
-    defaultBaseUrl: exchange.url.origin,
-  });
-  return json(
-    200,
-    status.status === 'completed' && baseUrl !== undefined
-      ? { ...status, download_url: downloadUrl(baseUrl, id) }
-      : status,
+  // A job stored before bases were kept with jobs is read on this handler's base.
+  const status = await exchange.service.batchStatus(
+    caller,
+    id,
+    optional('defaultBaseUrl', exchange.config.baseUrl),
   );
+  return json(200, status);
 }
 
 /**

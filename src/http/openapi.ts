@@ -663,7 +663,14 @@ export const OPENAPI_DOCUMENT = {
           valid: count,
           invalid: count,
           risky: count,
-          download_url: { type: 'string', format: 'uri' },
+          download_url: {
+            type: 'string',
+            format: 'uri-reference',
+            description:
+              "Once completed. Absolute, on the server's configured base URL (the address " +
+              'it listens on by default); a path (`/v1/verify/{id}/results`) when the host ' +
+              'mounting the API configured none.',
+          },
           reason: { type: 'string', description: 'Why a failed job failed.' },
         },
       },

@@ -7,6 +7,15 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
 /** The state of one result, as the job's counters count it (valid, invalid, risky). */
 export type JobResultState = 'deliverable' | 'undeliverable' | 'risky';
 
+/**
+ * Which callbacks a job may have, decided by the process that took it: https only or http
+ * too, and public addresses only or private networks too (the webhook's SSRF guard).
+ */
+export interface JobCallbackPolicy {
+  readonly allowHttp: boolean;
+  readonly allowPrivateNetworks: boolean;
+}
+
 /** A batch job as stored: its request, its hold and its progress. */
 export interface JobRecord {
   readonly id: string;
@@ -23,6 +32,15 @@ export interface JobRecord {
   /** Reservations made so far: 1 at submission, one more each time a lapsed hold is remade. */
   readonly holds: number;
   readonly callbackUrl: string | null;
+  /**
+   * Decided at submission and kept with the job, so that every process that later touches it
+   * (an API process, a worker, a restarted one) agrees: the public base URL `download_url` is
+   * built on (ending in `/`), or null when none was configured (`download_url` is then a
+   * path), and the callback policy. Absent on jobs stored before they were kept: those take
+   * the settings of the process that reads them.
+   */
+  readonly baseUrl?: string | null;
+  readonly callbackPolicy?: JobCallbackPolicy;
   /** Positions with a result (duplicates included): valid + invalid + risky. */
   readonly processed: number;
   readonly valid: number;

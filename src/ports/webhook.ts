@@ -6,6 +6,11 @@ export interface WebhookRequest {
   /** A 2xx within this long is delivered; anything slower is a timeout (DESIGN 5.5: 15 s). */
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
+  /**
+   * May the host resolve to a loopback or private address: the callback policy stored with
+   * the job. Absent: the sender's own setting.
+   */
+  readonly allowPrivateNetworks?: boolean;
 }
 
 /**

@@ -3,7 +3,16 @@ import type { HandlerOptions } from '../../src/http/handler.js';
 import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
 import { toCompact, toShapeB } from '../../src/format/shapes.js';
 import type { Service } from '../../src/service/service.js';
-import { apiFixture, bearer, DIRECT_IP, type ApiFixture, type Client } from './helpers.js';
+import {
+  apiFixture,
+  bearer,
+  DIRECT_IP,
+  type ApiFixture,
+  type Client,
+  type nodeClient,
+} from './helpers.js';
+
+type NodeClient = Awaited<ReturnType<typeof nodeClient>>;
 
 /** Makes a client of one kind (the handler called directly, or mailverdict/node over HTTP). */
 export type ClientFactory = (service: Service, options?: HandlerOptions) => Promise<Client>;
@@ -775,9 +784,10 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
           processed: 4,
           percent_complete: 100,
         });
-        expect(status.body.download_url).toMatch(
-          new RegExp(`^http://[^/]+/v1/verify/${id}/results$`),
-        );
+        // Built on the base URL kept with the job: mailverdict/node's own address, port
+        // included; a handler mounted with none configured gives the path alone.
+        const base = client.name === 'node' ? (client as unknown as NodeClient).server.url : '';
+        expect(status.body.download_url).toBe(`${base}/v1/verify/${id}/results`);
 
         const json = await client.call(`/v1/verify/${id}/results`, { headers: bearer(own.secret) });
         expect(json.status).toBe(200);

@@ -272,3 +272,143 @@ describe('the webhook sender SSRF guard', () => {
     expect((await store.jobWebhooks(created.id))[0]?.lastError).toMatch(/^forbidden_address/);
   });
 });
+
+describe('what a job was decided under travels with it', () => {
+  /** A runner that takes jobs and runs none: the process that submits is not the one that works. */
+  const idleRunner: NonNullable<BatchOptions['runner']> = () => ({
+    start: () => undefined,
+    resume: async () => 0,
+    stop: async () => undefined,
+    idle: async () => undefined,
+  });
+
+  /** Two services on one store, as an API process and a worker on one Redis are. */
+  function processes(api: BatchOptions, worker: BatchOptions) {
+    const store = createMemoryStore();
+    const engine = createEngine({ offline: true });
+    const submitting = createService({ engine, store, batch: { ...api, runner: idleRunner } });
+    const working = createService({ engine, store, batch: worker });
+    cleanups.push(() => working.stop());
+    return { store, submitting, working };
+  }
+
+  it('a worker configured otherwise sends the webhook by the policy and base URL the API kept', async () => {
+    const hook = await receiver(() => 204);
+    cleanups.push(hook.close);
+    const { store, submitting, working } = processes(
+      {
+        baseUrl: 'https://api.example.com/mv',
+        allowHttpCallbacks: true,
+        allowPrivateNetworks: true,
+      },
+      // No base URL, https only, public addresses only, and a sender of its own that refuses
+      // private ones: the worker's own settings, none of which the job was taken under.
+      { baseUrl: 'https://worker.example.net/', webhookSender: createNodeWebhookSender() },
+    );
+    const account = await submitting.admin.createAccount({ email: 'a@example.org', credits: 9 });
+    const caller = { accountId: account.id };
+    const { id } = await submitting.submitBatch(caller, {
+      emails: ['a@example.org'],
+      callbackUrl: hook.url,
+    });
+    expect(await store.getJob(account.id, id)).toMatchObject({
+      baseUrl: 'https://api.example.com/mv/',
+      callbackPolicy: { allowHttp: true, allowPrivateNetworks: true },
+    });
+    await working.start(); // resumes the job, finishes it, sends its webhook
+    await working.batchWork.idle();
+    await working.batchWork.deliverWebhooks();
+    expect(await store.jobWebhooks(id)).toMatchObject([{ status: 'delivered', attempts: 1 }]);
+    const event = JSON.parse((hook.hits[0] as Hit).body) as { download_url: string };
+    const url = `https://api.example.com/mv/v1/verify/${id}/results`;
+    expect(event.download_url).toBe(url);
+    expect((await working.batchStatus(caller, id)).download_url).toBe(url);
+    expect((await submitting.batchStatus(caller, id)).download_url).toBe(url);
+  });
+
+  it('a permissive worker keeps to the strict policy a job was taken under', async () => {
+    const hook = await receiver(() => 204);
+    cleanups.push(hook.close);
+    // The callback's name resolves to loopback only when sent: submission took it as public.
+    const toLoopback = { resolve: async () => ['127.0.0.1'] };
+    const { store, submitting, working } = processes(
+      { allowHttpCallbacks: true },
+      {
+        allowPrivateNetworks: true,
+        webhookSender: createNodeWebhookSender({ ...toLoopback, allowPrivateNetworks: true }),
+      },
+    );
+    const account = await submitting.admin.createAccount({ email: 'a@example.org', credits: 9 });
+    const { id } = await submitting.submitBatch(
+      { accountId: account.id },
+      { emails: ['a@example.org'], callbackUrl: `http://hooks.test:${hook.port}/hook` },
+    );
+    await working.start();
+    await working.batchWork.idle();
+    await working.batchWork.deliverWebhooks();
+    const [message] = await store.jobWebhooks(id);
+    expect(message).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(message?.lastError).toMatch(/^forbidden_address/);
+    expect(hook.hits).toHaveLength(0);
+  });
+
+  it('a job stored before decisions were kept takes those of the process that reads it', async () => {
+    const hook = await receiver(() => 204);
+    cleanups.push(hook.close);
+    const { service, store, accountId } = await setup({
+      baseUrl: 'https://reader.example.com/',
+      webhookSender: createNodeWebhookSender(),
+    });
+    await store.createJob(
+      {
+        id: 'batch_old',
+        accountId,
+        method: 'quick',
+        status: 'processing',
+        totalEmails: 1,
+        billable: 1,
+        cost: 1,
+        reservation: null,
+        holds: 0,
+        callbackUrl: hook.url,
+        processed: 0,
+        valid: 0,
+        invalid: 0,
+        risky: 0,
+        createdAt: 1,
+        completedAt: null,
+        failureReason: null,
+        purgeAt: null,
+      },
+      [{ email: 'deliverable@example.com', billable: true, duplicateOf: null, result: null }],
+      { requests: [] },
+      1,
+    );
+    await service.start();
+    await service.batchWork.idle();
+    await service.batchWork.deliverWebhooks();
+    const url = 'https://reader.example.com/v1/verify/batch_old/results';
+    expect((await service.batchStatus({ accountId }, 'batch_old')).download_url).toBe(url);
+    // This process allows private networks (setup's default): so does the old job.
+    expect(await store.jobWebhooks('batch_old')).toMatchObject([{ status: 'delivered' }]);
+    expect(JSON.parse((hook.hits[0] as Hit).body)).toMatchObject({ download_url: url });
+  });
+
+  it('a service with no base URL gives the path, in the status and the webhook alike', async () => {
+    const hook = await receiver(() => 204);
+    cleanups.push(hook.close);
+    const { service, accountId } = await setup({
+      baseUrl: undefined as never,
+      webhookSender: createNodeWebhookSender({ allowPrivateNetworks: true }),
+    });
+    const { id } = await service.submitBatch(
+      { accountId },
+      { emails: ['a@example.org'], callbackUrl: hook.url },
+    );
+    await service.batchWork.idle();
+    await service.batchWork.deliverWebhooks();
+    const path = `/v1/verify/${id}/results`;
+    expect((await service.batchStatus({ accountId }, id)).download_url).toBe(path);
+    expect(JSON.parse((hook.hits[0] as Hit).body)).toMatchObject({ download_url: path });
+  });
+});

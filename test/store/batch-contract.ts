@@ -83,6 +83,34 @@ export function batchStoreContract(store: () => Store): void {
       ]);
     });
 
+    it('keeps what a job was decided under, and reads a job stored without it as it was', async () => {
+      const decisions = {
+        baseUrl: 'https://api.example.com/mv/',
+        callbackPolicy: { allowHttp: true, allowPrivateNetworks: false },
+      };
+      const free = ITEMS.map((item) => ({ ...item, billable: false }));
+      const commit = { requests: [] };
+      const cases = [
+        ['job_d1', decisions],
+        ['job_d2', { ...decisions, baseUrl: null }],
+        ['job_d3', {}],
+      ] as const;
+      for (const [id, decided] of cases) {
+        const made = job(id, 'acct_a', { reservation: null, holds: 0, billable: 0, ...decided });
+        expect(await store().createJob(made, free, commit, 1000)).toMatchObject({ ok: true });
+      }
+      const read = async (id: string) => {
+        const found = await store().getJob('acct_a', id);
+        return { baseUrl: found?.baseUrl, callbackPolicy: found?.callbackPolicy };
+      };
+      expect(await read('job_d1')).toEqual(decisions);
+      expect(await read('job_d2')).toEqual({ ...decisions, baseUrl: null });
+      // Stored without them (as before they were kept): absent, for the reader to decide.
+      expect(await read('job_d3')).toEqual({ baseUrl: undefined, callbackPolicy: undefined });
+      const listed = (await store().listJobs('processing')).find((j) => j.id === 'job_d1');
+      expect(listed).toMatchObject(decisions);
+    });
+
     it('finds the pending items among given positions, by position', async () => {
       await create();
       await store().recordJobResults(

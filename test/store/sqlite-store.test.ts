@@ -86,6 +86,41 @@ describe('sqlite store: migration 2, IP filter prefixes', () => {
   });
 });
 
+describe('sqlite store: migration 5, what a job was decided under', () => {
+  it('reads a job a file of schema 4 holds without them, and keeps them for new jobs', async () => {
+    const path = join(dir, `migrate-${files++}.db`);
+    const old = new Database(path);
+    for (const migration of MIGRATIONS.slice(0, 4)) old.exec(migration);
+    old.pragma('user_version = 4');
+    old.exec(`INSERT INTO accounts (id, email, plan, billing_anchor_day, webhook_secret, created_at)
+      VALUES ('acct_a', 'a@example.org', 'free', 1, 'whsec_x', 1)`);
+    old.exec(`INSERT INTO batch_jobs (id, account_id, method, status, total_emails, billable, cost,
+        reservation, holds, callback_url, created_at)
+      VALUES ('job_old', 'acct_a', 'quick', 'processing', 1, 0, 1, NULL, 0, NULL, 1)`);
+    old.close();
+    const store = createSqliteStore(path);
+    try {
+      const before = await store.getJob('acct_a', 'job_old');
+      expect(before).toMatchObject({ id: 'job_old', status: 'processing' });
+      expect(before?.baseUrl).toBeUndefined();
+      expect(before?.callbackPolicy).toBeUndefined();
+      const decided = {
+        ...(before as NonNullable<typeof before>),
+        id: 'job_new',
+        baseUrl: null,
+        callbackPolicy: { allowHttp: false, allowPrivateNetworks: true },
+      };
+      await store.createJob(decided, [], { requests: [] }, 2);
+      expect(await store.getJob('acct_a', 'job_new')).toMatchObject({
+        baseUrl: null,
+        callbackPolicy: { allowHttp: false, allowPrivateNetworks: true },
+      });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('sqlite store: which filter types an account has', () => {
   const filter = (id: string, type: FilterType, value: string): FilterRecord => ({
     id,

@@ -67,7 +67,10 @@ export function createNodeWebhookSender(options: NodeWebhookOptions = {}): Webho
       if (pinned === undefined) {
         return { kind: 'error', code: 'dns', message: `${host} has no address.` };
       }
-      const refused = allowPrivate ? undefined : addresses.find((a) => !isPublicAddress(a));
+      const refused =
+        (request.allowPrivateNetworks ?? allowPrivate)
+          ? undefined
+          : addresses.find((a) => !isPublicAddress(a));
       if (refused !== undefined) {
         return {
           kind: 'error',

@@ -80,6 +80,9 @@ export function createSqliteBatchStore(
         job.reservation,
         job.holds,
         job.callbackUrl,
+        job.baseUrl ?? null,
+        policyColumn(job.callbackPolicy?.allowHttp),
+        policyColumn(job.callbackPolicy?.allowPrivateNetworks),
         job.createdAt,
       );
       items.forEach((item, position) =>
@@ -275,8 +278,9 @@ function prepare(db: Database.Database) {
     jobsIn: db.prepare('SELECT * FROM batch_jobs WHERE status = ? ORDER BY created_at, id'),
     insertJob: db.prepare(
       `INSERT INTO batch_jobs (id, account_id, method, status, total_emails, billable, cost,
-         reservation, holds, callback_url, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         reservation, holds, callback_url, base_url, allow_http_callbacks,
+         allow_private_callbacks, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertItem: db.prepare(
       `INSERT INTO batch_items (job_id, position, email, billable, duplicate_of, record, state)
@@ -350,6 +354,11 @@ function prepare(db: Database.Database) {
 
 type Row = Record<string, unknown>;
 
+/** A policy flag as stored: 1 or 0, NULL for a job that came without one. */
+function policyColumn(flag: boolean | undefined): number | null {
+  return flag === undefined ? null : flag ? 1 : 0;
+}
+
 function jobFrom(row: unknown): JobRecord | undefined {
   if (row === undefined) return undefined;
   const r = row as Row;
@@ -364,6 +373,16 @@ function jobFrom(row: unknown): JobRecord | undefined {
     reservation: r.reservation as string | null,
     holds: r.holds as number,
     callbackUrl: r.callback_url as string | null,
+    // A row stored before these columns (NULL policy): the reading process decides.
+    ...(r.allow_http_callbacks === null || r.allow_http_callbacks === undefined
+      ? {}
+      : {
+          baseUrl: r.base_url as string | null,
+          callbackPolicy: {
+            allowHttp: r.allow_http_callbacks === 1,
+            allowPrivateNetworks: r.allow_private_callbacks === 1,
+          },
+        }),
     processed: r.processed as number,
     valid: r.valid as number,
     invalid: r.invalid as number,

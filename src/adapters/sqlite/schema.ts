@@ -181,6 +181,14 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX batch_webhooks_due ON batch_webhooks (next_attempt_at) WHERE status = 'pending';
   CREATE INDEX batch_webhooks_by_job ON batch_webhooks (job_id);
 `,
+  // 5: what a job's processes must agree on, decided at submission and kept with the job: the
+  // base URL of its download_url (NULL: none configured, a path) and its callback policy.
+  // Rows from before have NULL policy columns, and are read with the reading process's own.
+  `
+  ALTER TABLE batch_jobs ADD COLUMN base_url TEXT;
+  ALTER TABLE batch_jobs ADD COLUMN allow_http_callbacks INTEGER;
+  ALTER TABLE batch_jobs ADD COLUMN allow_private_callbacks INTEGER;
+  `,
 ];
 
 /**

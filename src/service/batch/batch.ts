@@ -3,12 +3,13 @@ import type { WebhookSender } from '../../ports/webhook.js';
 import type { AccountRef } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import type { Filters } from '../filters.js';
-import { invalidRequest, ServiceError } from '../service-error.js';
+import { ServiceError } from '../service-error.js';
 import { requireId, resultsFormatOf } from '../request-fields.js';
-import { answering, optionalObject, requireAccountRef, requireText } from '../validate.js';
+import { answering, optionalObject, requireAccountRef } from '../validate.js';
 import {
   baseUrlOf,
   notCompleted,
+  requireBaseUrl,
   statusOf,
   streamResults,
   type BatchResults,
@@ -32,13 +33,19 @@ import {
 
 export interface BatchOptions {
   /**
-   * Where the API is served, for absolute `download_url`s (DESIGN 5.5). Default
-   * `http://localhost/`: set it to the public address.
+   * Where the API is served (`https://api.example.com/`), for absolute `download_url`s: a job
+   * submitted here keeps it, unless the submission names its own (the HTTP handler passes
+   * its `baseUrl`). With none, `download_url` is the path alone. Jobs stored before bases were
+   * kept with them are read on this one.
    */
   readonly baseUrl?: string;
   /** How long a finished job's results are kept. Default 7 days. */
   readonly retentionMs?: number;
-  /** Take http:// callback URLs, not only https://. Default false. */
+  /**
+   * Take http:// callback URLs, not only https://. Default false. Like allowPrivateNetworks,
+   * decided at submission and kept with the job: the process that sends its webhook (a
+   * worker, say) applies the policy of the one that took it, whatever its own.
+   */
   readonly allowHttpCallbacks?: boolean;
   /**
    * Let callbacks reach loopback and private networks (tests, intranets). Default false: the
@@ -89,8 +96,9 @@ export interface Batches {
     options?: SubmitBatchOptions,
   ): Promise<BatchCreated>;
   /**
-   * `GET /v1/verify/{id}`. `defaultBaseUrl` is where `download_url` points when the service
-   * was given no `baseUrl` of its own: an HTTP host passes the request's origin.
+   * `GET /v1/verify/{id}`. Its `download_url` is built on the base URL kept with the job;
+   * `defaultBaseUrl` serves only a job stored before bases were kept, before the service's
+   * own `baseUrl` (the HTTP handler passes its configured one, never a request's).
    */
   batchStatus(
     caller: AccountRef,
@@ -130,11 +138,16 @@ export function createBatches(
 ): Batches & { work: BatchWork } {
   const { store, clock } = ctx;
   const configuredBaseUrl = options.baseUrl === undefined ? undefined : baseUrlOf(options.baseUrl);
-  // Webhooks have no request to take an origin from: they need a base even when none is given.
-  const baseUrl = configuredBaseUrl ?? 'http://localhost/';
-  const allowPrivateNetworks = options.allowPrivateNetworks === true;
+  const baseUrl = configuredBaseUrl ?? null;
+  const callbackPolicy = {
+    allowHttp: options.allowHttpCallbacks === true,
+    allowPrivateNetworks: options.allowPrivateNetworks === true,
+  };
   const webhooks = createWebhookDispatcher(ctx, {
-    sender: options.webhookSender ?? defaultSender({ allowPrivateNetworks }),
+    sender:
+      options.webhookSender ??
+      defaultSender({ allowPrivateNetworks: callbackPolicy.allowPrivateNetworks }),
+    callbackPolicy,
     retryScheduleMs: options.webhookRetryScheduleMs ?? WEBHOOK_RETRY_SCHEDULE_MS,
     timeoutMs: options.webhookTimeoutMs ?? WEBHOOK_TIMEOUT_MS,
   });
@@ -151,7 +164,8 @@ export function createBatches(
   });
   const runner = (options.runner ?? inProcessRunner({ jobsAtOnce: options.jobsAtOnce ?? 2 }))(work);
   const submit = createSubmit(ctx, {
-    callbackPolicy: { allowHttp: options.allowHttpCallbacks === true, allowPrivateNetworks },
+    baseUrl,
+    callbackPolicy,
     holdTtlMs: options.holdTtlMs ?? BATCH_HOLD_TTL_MS,
     start: (job) => runner.start(job),
   });
@@ -183,14 +197,14 @@ export function createBatches(
           fields.defaultBaseUrl === undefined
             ? undefined
             : requireBaseUrl(fields.defaultBaseUrl, 'default_base_url');
-        return statusOf(job, configuredBaseUrl ?? fallback ?? baseUrl);
+        return statusOf(job, fallback ?? baseUrl);
       }),
     batchResults: (caller, id, resultOptions) =>
       answering(async () => {
         const job = await jobFor(caller, id);
         const fields = optionalObject(resultOptions, 'options');
         const format = resultsFormatOf(fields.format);
-        if (job.status !== 'completed') throw notCompleted(job, baseUrl);
+        if (job.status !== 'completed') throw notCompleted(job);
         return streamResults(store, job, format);
       }),
     work: {
@@ -219,19 +233,4 @@ export function createBatches(
       purgeExpired: () => store.purgeJobs(clock.now()),
     },
   };
-}
-
-/** An absolute http(s) URL given as an argument, as baseUrlOf makes it, else invalid_request. */
-function requireBaseUrl(value: unknown, field: string): string {
-  const text = requireText(value, field, 2048);
-  let url: URL | undefined;
-  try {
-    url = new URL(text);
-  } catch {
-    url = undefined;
-  }
-  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
-    throw invalidRequest(field, `${field} must be an absolute http(s) URL`);
-  }
-  return baseUrlOf(url.href);
 }

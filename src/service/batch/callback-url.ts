@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import type { JobCallbackPolicy } from '../../ports/batch-store.js';
 import { isPublicAddress } from '../../smtp/target-policy.js';
 import { invalidRequest } from '../service-error.js';
 import { requireText } from '../validate.js';
@@ -6,12 +7,8 @@ import { requireText } from '../validate.js';
 /** Longest callback URL taken. */
 export const MAX_CALLBACK_URL_LENGTH = 2048;
 
-export interface CallbackPolicy {
-  /** Take http:// callbacks too. Default: https only (DESIGN 5.5). */
-  readonly allowHttp: boolean;
-  /** Take callbacks to loopback and private addresses (tests, intranets). */
-  readonly allowPrivateNetworks: boolean;
-}
+/** Take http:// callbacks too (else https only); take loopback and private addresses too. */
+export type CallbackPolicy = JobCallbackPolicy;
 
 /**
  * A batch's `callback_url`, checked at submission: an absolute http(s) URL (https unless the

@@ -31,7 +31,8 @@ export interface JobWorkSettings {
   /** ...or sooner, once the oldest unstored result is this old, so progress shows (slow SMTP). */
   readonly flushMs: number;
   readonly retentionMs: number;
-  readonly baseUrl: string;
+  /** The base URL of a job stored before its own was kept with it; null: a path. */
+  readonly baseUrl: string | null;
   readonly webhooks: WebhookDispatcher;
 }
 

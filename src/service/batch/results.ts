@@ -1,7 +1,8 @@
 import { DETAILED_FIELDS } from '../../format/shapes.js';
 import type { JobRecord, Store } from '../../ports/store.js';
 import type { ResultsFormat } from '../request-fields.js';
-import { ServiceError } from '../service-error.js';
+import { invalidRequest, ServiceError } from '../service-error.js';
+import { requireText } from '../validate.js';
 import type { BatchEvent } from './webhooks.js';
 
 export type { ResultsFormat };
@@ -26,7 +27,7 @@ export interface BatchStatus {
   readonly valid: number;
   readonly invalid: number;
   readonly risky: number;
-  /** Absolute, once completed. */
+  /** Once completed: absolute on the job's base URL, a path when it has none. */
   readonly download_url?: string;
   /** Why a failed job failed. */
   readonly reason?: string;
@@ -52,9 +53,32 @@ export function baseUrlOf(base: string): string {
   return url.href;
 }
 
-/** Where a finished job's results are fetched, on a base as baseUrlOf makes it. */
-export function downloadUrl(baseUrl: string, id: string): string {
-  return new URL(`v1/verify/${encodeURIComponent(id)}/results`, baseUrl).href;
+/** An absolute http(s) URL given as an argument, as baseUrlOf makes it, else invalid_request. */
+export function requireBaseUrl(value: unknown, field: string): string {
+  const text = requireText(value, field, 2048);
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+    throw invalidRequest(field, `${field} must be an absolute http(s) URL`);
+  }
+  return baseUrlOf(url.href);
+}
+
+/**
+ * Where a finished job's results are fetched, the one place it is computed (its status and
+ * its webhook both ask here): on the base URL stored with the job at submission, or for a job
+ * stored before bases were kept, on `fallback`, the reading process's own. No base at all (a
+ * host that configured none) gives the path alone, which resolves against the URL the client
+ * called; never a base taken from a request's Host or target.
+ */
+export function downloadUrl(job: JobRecord, fallback: string | null): string {
+  const base = job.baseUrl === undefined ? fallback : job.baseUrl;
+  const path = `v1/verify/${encodeURIComponent(job.id)}/results`;
+  return base === null ? `/${path}` : new URL(path, base).href;
 }
 
 /** Whole percents, rounded down: 100 only when every address has its result. */
@@ -62,7 +86,8 @@ function percent(job: JobRecord): number {
   return job.totalEmails === 0 ? 100 : Math.floor((job.processed * 100) / job.totalEmails);
 }
 
-export function statusOf(job: JobRecord, baseUrl: string): BatchStatus {
+/** `GET /v1/verify/{id}`; `fallback` as downloadUrl takes it. */
+export function statusOf(job: JobRecord, fallback: string | null): BatchStatus {
   return {
     id: job.id,
     status: job.status,
@@ -72,12 +97,13 @@ export function statusOf(job: JobRecord, baseUrl: string): BatchStatus {
     valid: job.valid,
     invalid: job.invalid,
     risky: job.risky,
-    ...(job.status === 'completed' ? { download_url: downloadUrl(baseUrl, job.id) } : {}),
+    ...(job.status === 'completed' ? { download_url: downloadUrl(job, fallback) } : {}),
     ...(job.failureReason === null ? {} : { reason: job.failureReason }),
   };
 }
 
-export function eventOf(job: JobRecord, baseUrl: string): BatchEvent {
+/** The webhook's event; `fallback` as downloadUrl takes it. */
+export function eventOf(job: JobRecord, fallback: string | null): BatchEvent {
   return {
     event: job.status === 'completed' ? 'batch.completed' : 'batch.failed',
     id: job.id,
@@ -87,15 +113,15 @@ export function eventOf(job: JobRecord, baseUrl: string): BatchEvent {
     valid: job.valid,
     invalid: job.invalid,
     risky: job.risky,
-    download_url: job.status === 'completed' ? downloadUrl(baseUrl, job.id) : null,
+    download_url: job.status === 'completed' ? downloadUrl(job, fallback) : null,
     completed_at: new Date(job.completedAt ?? 0).toISOString(),
     ...(job.failureReason === null ? {} : { reason: job.failureReason }),
   };
 }
 
 /** 409 `batch_not_completed` with the progress, for a download asked too early. */
-export function notCompleted(job: JobRecord, baseUrl: string): ServiceError {
-  const { id, status, total_emails, processed, percent_complete } = statusOf(job, baseUrl);
+export function notCompleted(job: JobRecord): ServiceError {
+  const { id, status, total_emails, processed, percent_complete } = statusOf(job, null);
   return new ServiceError(
     'batch_not_completed',
     status === 'failed'

@@ -26,6 +26,7 @@ import {
 } from '../validate.js';
 import { requireCallbackUrl, type CallbackPolicy } from './callback-url.js';
 import { repeatFinder } from './repeats.js';
+import { requireBaseUrl } from './results.js';
 
 /** Filter values looked up per store read at submission. */
 const FILTER_LOOKUP_CHUNK = 500;
@@ -40,6 +41,12 @@ export interface NewBatch {
 export interface SubmitBatchOptions {
   /** An idempotency key: the same key and request within 24 hours answer the same job. */
   readonly requestId?: string | undefined;
+  /**
+   * The public base URL the job's `download_url` is built on, kept with the job: a host's
+   * configuration (the HTTP handler's `baseUrl`), never a request's Host. Default: the
+   * service's `batch.baseUrl`.
+   */
+  readonly baseUrl?: string | undefined;
 }
 
 /** `POST /v1/verify` -> 202 (DESIGN 5.5). */
@@ -51,6 +58,9 @@ export interface BatchCreated {
 }
 
 export interface SubmitSettings {
+  /** The service's base URL (as baseUrlOf makes it), or null: kept with each job it takes. */
+  readonly baseUrl: string | null;
+  /** Kept with each job too, for whichever process sends its webhook. */
   readonly callbackPolicy: CallbackPolicy;
   readonly holdTtlMs: number;
   /** Starts a stored job. */
@@ -147,6 +157,10 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
     );
     const options = optionalObject(submitOptions, 'options');
     const requestId = options.requestId === undefined ? undefined : requestIdOf(options.requestId);
+    const baseUrl =
+      options.baseUrl === undefined
+        ? settings.baseUrl
+        : requireBaseUrl(options.baseUrl, 'base_url');
 
     const fingerprint = requestId === undefined ? '' : fingerprintOf(method, callbackUrl, emails);
     if (requestId !== undefined) {
@@ -173,6 +187,8 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
       reservation,
       holds: reservation === null ? 0 : 1,
       callbackUrl,
+      baseUrl,
+      callbackPolicy: settings.callbackPolicy,
       processed: 0,
       valid: 0,
       invalid: 0,

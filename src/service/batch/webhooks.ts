@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { JobRecord, WebhookMessage } from '../../ports/store.js';
+import type { JobCallbackPolicy, JobRecord, WebhookMessage } from '../../ports/store.js';
 import type { WebhookResponse, WebhookSender } from '../../ports/webhook.js';
 import type { ServiceContext } from '../context.js';
 
@@ -59,6 +59,8 @@ export function webhookHeaders(
 
 export interface WebhookSettings {
   readonly sender: WebhookSender;
+  /** The policy of a job stored before its own was kept with it: this process's. */
+  readonly callbackPolicy: JobCallbackPolicy;
   readonly retryScheduleMs: readonly number[];
   readonly timeoutMs: number;
 }
@@ -95,7 +97,13 @@ export function createWebhookDispatcher(
     // the sender of this attempt. Should it die sending, the message is due again after it.
     const leaseUntil = clock.now() + settings.timeoutMs * 2;
     if (!(await store.leaseWebhook(message.id, message.nextAttemptAt, leaseUntil))) return;
-    const account = await store.getAccount(message.accountId);
+    const [account, job] = await Promise.all([
+      store.getAccount(message.accountId),
+      store.getJob(message.accountId, message.jobId),
+    ]);
+    // The policy the job was taken under, whichever process took it: a worker started
+    // without --allow-private-networks delivers what an API process with it accepted.
+    const policy = job?.callbackPolicy ?? settings.callbackPolicy;
     const timestamp = Math.floor(clock.now() / 1000);
     const response: WebhookResponse =
       account === undefined
@@ -105,6 +113,7 @@ export function createWebhookDispatcher(
             headers: webhookHeaders(account.webhookSecret, message.id, timestamp, message.payload),
             body: message.payload,
             timeoutMs: settings.timeoutMs,
+            allowPrivateNetworks: policy.allowPrivateNetworks,
             ...(signal === undefined ? {} : { signal }),
           });
     if (response.kind === 'error' && response.code === 'aborted') return;
