@@ -78,7 +78,10 @@ function withServeFlags(command: Command): Command {
         'address to listen on (0.0.0.0 exposes it: a choice)',
         '127.0.0.1',
       )
-      .option('--base-url <url>', 'public URL of the API, for download_url')
+      .option(
+        '--base-url <url>',
+        'public URL of the API, kept with each batch job for its download_url (default: the address listened on)',
+      )
       .option(
         '--trusted-proxy <cidr>',
         'a reverse proxy whose X-Forwarded-For is believed (repeatable)',
@@ -174,7 +177,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       .command('worker')
       .description('verify batch chunks from the queue of a Redis shared with `serve --redis`')
       .option('--redis <url>', 'the Redis the API processes use (required)')
-      .option('--base-url <url>', "the API's public URL, for the download_url of webhooks")
+      .option(
+        '--base-url <url>',
+        "jobs stored by older versions only: the API's public URL (a job keeps its server's)",
+      )
       .option('--jobs <n>', 'chunks verified at once (default: 2)')
       .option('--concurrency <domains>', 'domains verified at once per chunk (default: 50)')
       .option('--smtp-per-host <n>', 'SMTP sessions to one mail host at once, across all workers')

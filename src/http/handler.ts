@@ -24,9 +24,12 @@ import { verifyRoute } from './verify-route.js';
 export interface HandlerOptions {
   /**
    * The public base URL of the API (`https://api.example.com`), for the absolute
-   * `download_url` of finished batches; its path is kept, a query or fragment dropped, and a
-   * value that is no URL throws here. Default: the service's `batch.baseUrl`, else the origin
-   * of each request's URL.
+   * `download_url` of finished batches: each job submitted here keeps it, so that its status
+   * and its webhook (sent by whichever process finishes it) give one URL. Its path is kept, a
+   * query or fragment dropped, and a value that is no URL throws here. Default: the service's
+   * `batch.baseUrl`; with neither, `download_url` is the path alone
+   * (`/v1/verify/{id}/results`). Never a request's Host or target, which anyone can write;
+   * `mailverdict/node`'s serve() passes the address it listens on.
    */
   readonly baseUrl?: string;
   /**
@@ -141,7 +144,7 @@ function match(pathname: string): { route: Route; id: string } | undefined {
 export function createHandler(service: Service, options: HandlerOptions = {}): FetchHandler {
   const config: HandlerConfig = {
     // As the service takes its batch.baseUrl (a bad one throws here, not at a request): the
-    // path kept, query and fragment dropped, so that its webhooks and this agree.
+    // path kept, query and fragment dropped.
     baseUrl: options.baseUrl === undefined ? undefined : baseUrlOf(options.baseUrl),
     clientIp: options.clientIp ?? remoteAddress,
     trustedProxies: trustedProxyRanges(options.trustedProxies),

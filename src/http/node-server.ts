@@ -6,11 +6,13 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import type {
   PrometheusMetrics,
   PrometheusMetricsOptions,
 } from '../adapters/prometheus/metrics.js';
 import type { MetricsEndpoint } from '../ports/observer.js';
+import { baseUrlOf } from '../service/batch/results.js';
 import type { Service } from '../service/service.js';
 import { withRemoteAddress } from './client-ip.js';
 import type { HandlerRequest } from './exchange.js';
@@ -284,6 +286,12 @@ function bodyOf(
 }
 
 export interface ServeOptions extends HandlerOptions {
+  /**
+   * The public base URL of the API, kept with each batch job for its `download_url` (see
+   * HandlerOptions). Default: the address the server listens on, port included
+   * (listeningBaseUrl: a wildcard host stands for its loopback address).
+   */
+  readonly baseUrl?: string;
   /** Port to listen on; 0 (the default) picks a free one. */
   readonly port?: number;
   /** Address to listen on. Default: 127.0.0.1 (loopback: exposing it is a choice). */
@@ -339,9 +347,11 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
     health: options.health ?? true,
     ...(metrics === undefined ? {} : { metrics }),
   };
+  // A bad baseUrl throws now, before anything listens (createHandler checks it the same way).
+  if (options.baseUrl !== undefined) baseUrlOf(options.baseUrl);
   if (owned) await service.start();
-  const handler = createHandler(service, { ...options, operations });
-  const listener = createNodeListener(handler);
+  // Made once the port is known: download_url is built on the listening address by default.
+  const made: { listener?: ReturnType<typeof createNodeListener> } = {};
   const active = new Set<ServerResponse>();
   const sockets = new Set<Socket>();
   let closing: Promise<void> | undefined;
@@ -357,7 +367,9 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
         if (active.size === 0) drained?.();
       }
     });
-    listener(incoming, outgoing);
+    // Set before the first connection can be accepted: right after listening, in the same
+    // tick as the 'listening' event (connections are read in a later phase of the loop).
+    (made.listener as NonNullable<typeof made.listener>)(incoming, outgoing);
   });
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
@@ -399,6 +411,8 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
   }
   const { port } = server.address() as AddressInfo;
   const host = hostname.includes(':') ? `[${hostname}]` : hostname;
+  const baseUrl = options.baseUrl ?? listeningBaseUrl(hostname, port);
+  made.listener = createNodeListener(createHandler(service, { ...options, operations, baseUrl }));
 
   return {
     server,
@@ -429,6 +443,20 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
       return closing;
     },
   };
+}
+
+/**
+ * The base URL of a server that was given none: the address it listens on, port included
+ * (`http://127.0.0.1:8787/`). A wildcard address (`0.0.0.0`, `::`) is every address and names
+ * none a client could use: the loopback address of its family stands for it, the one that
+ * surely reaches this server. Give `baseUrl` when clients come by another name.
+ */
+export function listeningBaseUrl(hostname: string, port: number): string {
+  let host = hostname;
+  if (ipaddr.isValid(hostname) && ipaddr.parse(hostname).range() === 'unspecified') {
+    host = hostname.includes(':') ? '::1' : '127.0.0.1';
+  }
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}/`;
 }
 
 /**

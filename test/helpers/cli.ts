@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDnsServer, type TestDnsServer } from './dns-server.js';
@@ -44,6 +44,68 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRun
     child.stdin.on('error', () => {});
     child.stdin.end(options.stdin ?? '');
   });
+}
+
+/** A CLI process that runs until it is stopped (serve, worker). */
+export interface CliProcess {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** stdout and stderr so far, as they arrived. */
+  output(): string;
+  /** Resolves with the first match of `pattern` in stdout + stderr. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Sends `signal` (SIGTERM by default) and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts a long-running CLI command (serve, worker) as a user would, in its own process. */
+export function startCli(args: readonly string[]): CliProcess {
+  const child = spawn(process.execPath, [...CLI_NODE_ARGS, ...args], {
+    cwd: CLI_ROOT,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const listeners = new Set<() => void>();
+  const append = (chunk: Buffer) => {
+    output += chunk.toString();
+    for (const listener of listeners) listener();
+  };
+  child.stdout.on('data', append);
+  child.stderr.on('data', append);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return {
+    child,
+    output: () => output,
+    waitFor(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = output.match(pattern);
+          if (match === null) return;
+          done();
+          resolve(match);
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output}`));
+        }, timeoutMs);
+        const onExit = () => {
+          done();
+          reject(new Error(`exited before ${pattern}; output:\n${output}`));
+        };
+        const done = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+          child.off('exit', onExit);
+        };
+        listeners.add(check);
+        child.once('exit', onExit);
+        check();
+      });
+    },
+    stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
 }
 
 /**

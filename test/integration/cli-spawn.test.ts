@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,12 +12,14 @@ import {
   fastThenSilentAddresses,
   runCli,
   signalAfter,
+  startCli,
   startFastAndSilentDns,
 } from '../helpers/cli.js';
 import type { TestDnsServer } from '../helpers/dns-server.js';
 
 /** The CLI as a user runs it: a separate process, real pipes, real signals. */
 const cli = runCli;
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let dns: TestDnsServer;
 let dir: string;
@@ -151,6 +155,71 @@ describe('mailverdict CLI (spawned)', () => {
       credits: { available: 1250 },
     });
   });
+
+  it("serve without --base-url: a job's webhook and its status give one download_url, on the listening address, and it fetches the results", async () => {
+    const hooks: string[] = [];
+    const receiver = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      request.on('end', () => {
+        hooks.push(body);
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const serve = startCli([
+      'serve',
+      '--db',
+      join(dir, 'webhooks.db'),
+      '--port',
+      '0',
+      '--offline',
+      '--allow-private-networks',
+    ]);
+    try {
+      const [, url] = (await serve.waitFor(/Listening on (http:\/\/\S+) /)) as [string, string];
+      const [, key] = (await serve.waitFor(/^(mv_sk_\S+)$/m)) as [string, string];
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+      const callback = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      const submitted = await fetch(`${url}/v1/verify`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          emails: ['a@example.org', 'risky@example.com'],
+          callback_url: callback,
+        }),
+      });
+      expect(submitted.status).toBe(202);
+      const { id } = (await submitted.json()) as { id: string };
+      for (let i = 0; i < 200 && hooks.length === 0; i++) await pause(50);
+      const event = JSON.parse(hooks[0] ?? '{}') as { download_url?: string };
+      const status = (await (await fetch(`${url}/v1/verify/${id}`, { headers })).json()) as {
+        download_url?: string;
+      };
+      // The port included (issue 23: it was http://localhost/ without it).
+      expect(event.download_url).toBe(`${url}/v1/verify/${id}/results`);
+      expect(status.download_url).toBe(event.download_url);
+      const results = await fetch(event.download_url as string, { headers });
+      expect(results.status).toBe(200);
+      const body = (await results.json()) as { results: { email: string }[] };
+      expect(body.results.map((r) => r.email)).toEqual(['a@example.org', 'risky@example.com']);
+      expect(await serve.stop()).toBe(0);
+    } finally {
+      await serve.stop('SIGKILL');
+      await new Promise((resolve) => receiver.close(resolve));
+    }
+  });
+
+  it.each(['0.0.0.0', '::'])(
+    'serve --host %s without --base-url says which URL it needs, and exits 2',
+    async (host) => {
+      const run = await cli(['serve', '--db', join(dir, 'wild.db'), '--host', host, '--offline']);
+      expect(run.code).toBe(2);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+      expect(run.stderr).toMatch(/give --base-url/);
+      expect(existsSync(join(dir, 'wild.db'))).toBe(false);
+    },
+  );
 
   it('admin commands on a file without an account say what to do', async () => {
     const run = await cli(['keys', 'list', '--db', join(dir, 'empty.db')]);

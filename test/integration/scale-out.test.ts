@@ -1,13 +1,11 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisStore } from '../../src/redis.js';
 import { createEngine } from '../../src/compose/engine.js';
 import type { Store } from '../../src/ports/store.js';
 import { createService } from '../../src/compose/service.js';
+import { startCli, type CliProcess as Process } from '../helpers/cli.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
 import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
 import { startScriptedServer, type ScriptedServer } from '../helpers/smtp-server.js';
@@ -18,61 +16,8 @@ import { startScriptedServer, type ScriptedServer } from '../helpers/smtp-server
  * across API processes, the per-MX limit across workers, and a 50,000-address job that
  * survives two SIGKILLed workers and a Redis restart.
  */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const BIN = join(ROOT, 'src/cli/bin.ts');
+const cli = startCli;
 const run = redisAvailable() ? describe : describe.skip;
-
-interface Process {
-  readonly child: ChildProcessWithoutNullStreams;
-  output(): string;
-  /** Resolves with the first match of `pattern` in stdout + stderr. */
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
-}
-
-function cli(args: readonly string[]): Process {
-  const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
-    cwd: ROOT,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const listeners = new Set<() => void>();
-  const append = (chunk: Buffer) => {
-    output += chunk.toString();
-    for (const listener of listeners) listener();
-  };
-  child.stdout.on('data', append);
-  child.stderr.on('data', append);
-  return {
-    child,
-    output: () => output,
-    waitFor(pattern, timeoutMs = 30_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const match = output.match(pattern);
-          if (match === null) return;
-          done();
-          resolve(match);
-        };
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output}`));
-        }, timeoutMs);
-        const onExit = () => {
-          done();
-          reject(new Error(`exited before ${pattern}; output:\n${output}`));
-        };
-        const done = () => {
-          clearTimeout(timer);
-          listeners.delete(check);
-          child.off('exit', onExit);
-        };
-        listeners.add(check);
-        child.once('exit', onExit);
-        check();
-      });
-    },
-  };
-}
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -350,4 +295,104 @@ run('two API processes and three workers on one Redis', () => {
     for (const { child } of running) child.kill('SIGTERM');
     expect(await Promise.all(exits)).toEqual(running.map(() => 0));
   }, 60_000);
+});
+
+/**
+ * Issue 23: what the processes of a job must agree on is decided by the API process that takes
+ * it and kept with it. Started as the README shows them: the worker has no --base-url and no
+ * callback flags, yet builds the API's download_url and delivers a callback only the API
+ * process's --allow-private-networks admits.
+ */
+run('an API process and a worker agree on what the job was decided under', () => {
+  let redis: RedisTestServer;
+  let hooks: Server;
+  const received: string[] = [];
+  const started: Process[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    hooks = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      request.on('end', () => {
+        received.push(body);
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.1', resolve));
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const child of started) await child.stop('SIGKILL');
+    await new Promise((resolve) => hooks?.close(resolve));
+    await redis?.close();
+  });
+
+  it('the worker builds the API process’s download_url and applies its callback policy', async () => {
+    // --offline: no DNS leaves the machine; --port: its metrics say who delivered.
+    const worker = cli(['worker', '--redis', redis.url, '--offline', '--port', '0']);
+    started.push(worker);
+    const [, metricsUrl] = (await worker.waitFor(/health and metrics on (http:\/\/\S+)\./)) as [
+      string,
+      string,
+    ];
+    const api = cli([
+      'serve',
+      '--redis',
+      redis.url,
+      '--port',
+      '0',
+      '--offline',
+      '--allow-private-networks',
+    ]);
+    started.push(api);
+    const [, url] = (await api.waitFor(/Listening on (http:\/\/\S+) /)) as [string, string];
+    const [, key] = (await api.waitFor(/^(mv_sk_\S+)$/m)) as [string, string];
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+
+    const callback = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/done`;
+    const submitted = await fetch(`${url}/v1/verify`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ emails: ['a@example.org', 'b@example.net'], callback_url: callback }),
+    });
+    expect(submitted.status).toBe(202);
+    const { id } = (await submitted.json()) as { id: string };
+    for (let i = 0; i < 400 && received.length === 0; i++) await pause(50);
+    expect(received).toHaveLength(1);
+    const event = JSON.parse(received[0] as string) as { id: string; download_url: string };
+    const status = (await (await fetch(`${url}/v1/verify/${id}`, { headers })).json()) as {
+      status: string;
+      download_url: string;
+    };
+    expect(status.status).toBe('completed');
+    expect(event).toMatchObject({ id, download_url: `${url}/v1/verify/${id}/results` });
+    expect(status.download_url).toBe(event.download_url);
+    const results = await fetch(event.download_url, { headers });
+    expect(results.status).toBe(200);
+    expect(((await results.json()) as { results: unknown[] }).results).toHaveLength(2);
+
+    // The worker finished the job and delivered its webhook itself, to a loopback receiver
+    // that its own settings (no --allow-private-networks) would have refused.
+    const metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^mailverdict_webhook_deliveries_total\{outcome="delivered"\} 1$/m);
+
+    // A restarted API process, without the flag: the kept job reads the same; a new job
+    // with a loopback callback is refused by this process's own policy.
+    expect(await api.stop()).toBe(0);
+    const again = cli(['serve', '--redis', redis.url, '--port', '0', '--offline']);
+    started.push(again);
+    const [, second] = (await again.waitFor(/Listening on (http:\/\/\S+) /)) as [string, string];
+    const reread = (await (await fetch(`${second}/v1/verify/${id}`, { headers })).json()) as {
+      download_url: string;
+    };
+    expect(reread.download_url).toBe(event.download_url);
+    const refused = await fetch(`${second}/v1/verify`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ emails: ['c@example.org'], callback_url: callback }),
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ field: 'callback_url' });
+  }, 120_000);
 });

@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { canonicalRange } from '../../service/ip-ranges.js';
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
 import { optional } from '../../optional.js';
@@ -40,6 +41,13 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
   const port = integer(flags.port, '--port', 0, 65_535) as number;
   const credits = integer(flags.credits, '--credits', 0, Number.MAX_SAFE_INTEGER) as number;
   if (flags.baseUrl !== undefined) checkBaseUrl(flags.baseUrl);
+  else if (isWildcard(flags.host)) {
+    // Every job keeps the base URL it was submitted under: a loopback link kept for clients
+    // elsewhere would stay wrong, so say so now rather than store it.
+    throw new UsageError(
+      `--host ${flags.host} listens on every address, so none is the API's: give --base-url, the URL clients reach it by (batch download links are built on it)`,
+    );
+  }
   for (const range of flags.trustedProxy ?? []) {
     if (canonicalRange(range) === undefined) {
       throw new UsageError(
@@ -137,6 +145,11 @@ async function firstStart(
   line(io.stderr, 'Its private API key, shown this once (keep it; `mailverdict keys` makes more):');
   // Flushed before "Listening" goes to stderr: whoever reads both sees the key first.
   await new Promise<void>((resolve) => io.stdout.write(`${secret}\n`, () => resolve()));
+}
+
+/** An address that stands for every address of the machine: 0.0.0.0, ::. */
+function isWildcard(host: string): boolean {
+  return ipaddr.isValid(host) && ipaddr.parse(host).range() === 'unspecified';
 }
 
 /** download_url is built on it: an absolute http(s) URL, or a usage error now. */
