@@ -33,7 +33,10 @@ export interface TestMta {
   readonly name: string;
   /** Plain SMTP: no STARTTLS offered. */
   readonly port: number;
-  /** STARTTLS offered with a self-signed certificate, and required before MAIL FROM. */
+  /**
+   * STARTTLS offered with a self-signed certificate, and required before MAIL FROM (merely
+   * offered where no handshake can succeed: MtaQuirks.tlsHandshakeFails).
+   */
   readonly tlsPort: number;
   /** A MAIL FROM this server refuses (at MAIL FROM or at RCPT, as the server does). */
   readonly refusedSender: string;
@@ -45,6 +48,20 @@ export interface TestMta {
   log(): string;
   /** Stops every process of the server and removes its directory. */
   close(): Promise<void>;
+}
+
+/**
+ * Where a server cannot behave as the contract expects of every MTA, for a reason of its own
+ * (its design, its build), the contract asserts what the engine can still promise instead.
+ */
+export interface MtaQuirks {
+  /**
+   * It refuses a relay in the very words it gives an unknown user, so no reading of the reply
+   * can tell the two apart: why (a source).
+   */
+  readonly relayRefusedAsUnknownUser?: string;
+  /** Every STARTTLS handshake fails on its side; its log says so in words this matches. */
+  readonly tlsHandshakeFails?: { readonly why: string; readonly logged: RegExp };
 }
 
 /** The env var that makes a missing server a failure (CI) rather than a skip with a notice. */

@@ -5,7 +5,7 @@ import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/compose/engine.js';
 import type { Engine } from '../../src/engine/engine.js';
 import type { Verdict } from '../../src/engine/verdict.js';
-import { groupAlive, MAIL_WORLD, type TestMta } from '../helpers/mta.js';
+import { groupAlive, MAIL_WORLD, type MtaQuirks, type TestMta } from '../helpers/mta.js';
 import { LOOPBACK_SMTP_OPTIONS } from '../helpers/smtp-server.js';
 
 const MX_HOST = 'mx.mailverdict.test';
@@ -24,7 +24,11 @@ interface ProbeOptions {
  * defensible ones by the engine's principle: a reply judges a mailbox only when it answers RCPT
  * and is about the recipient; anything about us (relay, our sender, TLS) is unknown.
  */
-export function mtaContract(name: string, start: () => Promise<TestMta>): void {
+export function mtaContract(
+  name: string,
+  start: () => Promise<TestMta>,
+  quirks: MtaQuirks = {},
+): void {
   describe(`smtp method against ${name} on loopback`, () => {
     let mta: TestMta;
     beforeAll(async () => {
@@ -108,10 +112,20 @@ export function mtaContract(name: string, start: () => Promise<TestMta>): void {
       });
     });
 
-    it('refuses to relay for a domain it does not serve: unknown, never undeliverable', async () => {
-      const [verdict] = await verdictsOf(engine(), [MAIL_WORLD.relayed]);
-      expectUnknown(verdict as Verdict);
-    });
+    if (quirks.relayRefusedAsUnknownUser === undefined) {
+      it('refuses to relay for a domain it does not serve: unknown, never undeliverable', async () => {
+        const [verdict] = await verdictsOf(engine(), [MAIL_WORLD.relayed]);
+        expectUnknown(verdict as Verdict);
+      });
+    } else {
+      it(`refuses to relay in the words it gives an unknown user (${quirks.relayRefusedAsUnknownUser}): one verdict for both`, async () => {
+        const [relayed, unknown] = (
+          await verdictsOf(engine(), [MAIL_WORLD.relayed, MAIL_WORLD.unknownUser])
+        ).map(outcome);
+        expect({ ...relayed, email: '' }).toEqual({ ...unknown, email: '' });
+        expect(unknown?.state).toBe('undeliverable');
+      });
+    }
 
     it('refuses our sender: unknown for a mailbox that exists and for one that does not', async () => {
       const verdicts = await verdictsOf(engine({ mailFrom: mta.refusedSender }), [
@@ -121,29 +135,47 @@ export function mtaContract(name: string, start: () => Promise<TestMta>): void {
       for (const verdict of verdicts) expectUnknown(verdict);
     });
 
-    it('upgrades with STARTTLS to a self-signed certificate, and the verdicts are the plain ones', async () => {
-      const addresses = [
-        MAIL_WORLD.mailbox,
-        MAIL_WORLD.unknownUser,
-        MAIL_WORLD.catchAllAddress,
-        MAIL_WORLD.relayed,
-      ];
-      const plain = (await verdictsOf(engine(), addresses)).map(outcome);
+    const tlsAddresses = [
+      MAIL_WORLD.mailbox,
+      MAIL_WORLD.unknownUser,
+      MAIL_WORLD.catchAllAddress,
+      MAIL_WORLD.relayed,
+    ];
+    const plainOutcomes = async () => {
+      const plain = (await verdictsOf(engine(), tlsAddresses)).map(outcome);
       expect(plain.map(({ state }) => state)).toEqual([
         'deliverable',
         'undeliverable',
         'risky',
-        'risky',
+        quirks.relayRefusedAsUnknownUser === undefined ? 'risky' : 'undeliverable',
       ]);
-      const overTls = (await verdictsOf(engine({ port: mta.tlsPort }), addresses)).map(outcome);
-      expect(overTls).toEqual(plain);
-      // The TLS port refuses MAIL FROM before STARTTLS: without the upgrade, nothing above could
-      // have been found out there.
-      const [refused] = await verdictsOf(engine({ port: mta.tlsPort, startTls: false }), [
-        MAIL_WORLD.mailbox,
-      ]);
-      expectUnknown(refused as Verdict);
-    });
+      return plain;
+    };
+    const { tlsHandshakeFails } = quirks;
+    if (tlsHandshakeFails === undefined) {
+      it('upgrades with STARTTLS to a self-signed certificate, and the verdicts are the plain ones', async () => {
+        const plain = await plainOutcomes();
+        const overTls = (await verdictsOf(engine({ port: mta.tlsPort }), tlsAddresses)).map(
+          outcome,
+        );
+        expect(overTls).toEqual(plain);
+        // The TLS port refuses MAIL FROM before STARTTLS: without the upgrade, nothing above
+        // could have been found out there.
+        const [refused] = await verdictsOf(engine({ port: mta.tlsPort, startTls: false }), [
+          MAIL_WORLD.mailbox,
+        ]);
+        expectUnknown(refused as Verdict);
+      });
+    } else {
+      it(`offers STARTTLS but fails every handshake (${tlsHandshakeFails.why}): the prober goes on in plain text, with the plain verdicts`, async () => {
+        const plain = await plainOutcomes();
+        const afterFailedTls = (await verdictsOf(engine({ port: mta.tlsPort }), tlsAddresses)).map(
+          outcome,
+        );
+        expect(afterFailedTls).toEqual(plain);
+        expect(mta.log()).toMatch(tlsHandshakeFails.logged);
+      });
+    }
 
     it('stops cleanly: no process of the server is left, its directory is removed', async () => {
       const other = await start();
