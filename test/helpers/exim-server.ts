@@ -10,15 +10,15 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import {
+  FETCH_MTAS,
   MAIL_WORLD,
   MTA_ROOT,
-  removeDirectory,
   selfSignedCertificate,
-  serverDirectory,
   startDaemon,
+  startMta,
+  type LaunchedMta,
   type TestMta,
 } from './mta.js';
-import { freePort } from './ports.js';
 
 /**
  * Exim 4 from Debian (exim4-daemon-light), unpacked by scripts/fetch-test-mtas.sh with
@@ -34,32 +34,21 @@ const HOST_NAME = 'mx.exim.test';
 
 /** Why Exim cannot run here, or undefined when it can. */
 export function eximUnavailable(): string | undefined {
-  const fetch = 'run `sudo bash scripts/fetch-test-mtas.sh` (Debian)';
-  if (!existsSync(EXIM)) return `${EXIM} is missing: ${fetch}`;
+  if (!existsSync(EXIM)) return `${EXIM} is missing: ${FETCH_MTAS}`;
   if (process.getuid?.() !== 0)
     return 'Exim runs its test daemon as root (it keeps root only with a root-owned config)';
   const probe = spawnSync(EXIM, ['-C', '/dev/null', '-bV'], { env: eximEnv(), encoding: 'utf8' });
   if (probe.status !== 0)
-    return `${EXIM} -bV failed (${(probe.stderr || probe.stdout).trim().split('\n')[0]}): ${fetch}`;
+    return `${EXIM} -bV failed (${(probe.stderr || probe.stdout).trim().split('\n')[0]}): ${FETCH_MTAS}`;
   return undefined;
 }
 
-/** Starts Exim on two loopback ports the system picks (a few tries: a port can be taken meanwhile). */
-export async function startExim(): Promise<TestMta> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const dir = serverDirectory('exim');
-    try {
-      return await launch(dir, await freePort(), await freePort());
-    } catch (error) {
-      removeDirectory(dir);
-      lastError = error;
-    }
-  }
-  throw lastError;
+/** Starts Exim on two loopback ports the system picks. */
+export function startExim(): Promise<TestMta> {
+  return startMta('Exim', launch);
 }
 
-async function launch(dir: string, port: number, tlsPort: number): Promise<TestMta> {
+async function launch(dir: string, port: number, tlsPort: number): Promise<LaunchedMta> {
   const { uid, gid } = eximIds();
   const { key, cert } = selfSignedCertificate(dir, HOST_NAME);
   mkdirSync(join(dir, 'spool'));
@@ -84,18 +73,10 @@ async function launch(dir: string, port: number, tlsPort: number): Promise<TestM
     ports: [port, tlsPort],
   });
   return {
-    name: 'Exim',
-    port,
-    tlsPort,
+    daemon,
     // A sender at a domain Exim serves, with no such mailbox: its verification fails at RCPT.
     refusedSender: `nobody@${MAIL_WORLD.localDomains[0]}`,
-    pid: daemon.pid,
-    dir,
-    log: () => `${daemon.output()}${readLogs(join(dir, 'log'))}`,
-    async close() {
-      await daemon.stop();
-      removeDirectory(dir);
-    },
+    logFiles: () => readLogs(join(dir, 'log')),
   };
 }
 

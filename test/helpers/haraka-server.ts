@@ -3,13 +3,12 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import {
   MAIL_WORLD,
-  removeDirectory,
   selfSignedCertificate,
-  serverDirectory,
   startDaemon,
+  startMta,
+  type LaunchedMta,
   type TestMta,
 } from './mta.js';
-import { freePort } from './ports.js';
 
 /**
  * Haraka (the npm package, a devDependency) run as its own process with a config directory of
@@ -21,22 +20,12 @@ const HARAKA_DIR = dirname(createRequire(import.meta.url).resolve('Haraka/packag
 const HOST_NAME = 'mx.haraka.test';
 const REFUSED_SENDER = 'refused@example.net';
 
-/** Starts Haraka on two loopback ports the system picks (a few tries: a port can be taken meanwhile). */
-export async function startHaraka(): Promise<TestMta> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const dir = serverDirectory('haraka');
-    try {
-      return await launch(dir, await freePort(), await freePort());
-    } catch (error) {
-      removeDirectory(dir);
-      lastError = error;
-    }
-  }
-  throw lastError;
+/** Starts Haraka on two loopback ports the system picks. */
+export function startHaraka(): Promise<TestMta> {
+  return startMta('Haraka', launch);
 }
 
-async function launch(dir: string, port: number, tlsPort: number): Promise<TestMta> {
+async function launch(dir: string, port: number, tlsPort: number): Promise<LaunchedMta> {
   const config = join(dir, 'config');
   cpSync(join(HARAKA_DIR, 'config'), config, { recursive: true });
   mkdirSync(join(dir, 'plugins'));
@@ -63,19 +52,7 @@ async function launch(dir: string, port: number, tlsPort: number): Promise<TestM
     args: [join(HARAKA_DIR, 'bin', 'haraka'), '-c', dir],
     ports: [port, tlsPort],
   });
-  return {
-    name: 'Haraka',
-    port,
-    tlsPort,
-    refusedSender: REFUSED_SENDER,
-    pid: daemon.pid,
-    dir,
-    log: daemon.output,
-    async close() {
-      await daemon.stop();
-      removeDirectory(dir);
-    },
-  };
+  return { daemon, refusedSender: REFUSED_SENDER };
 }
 
 /**

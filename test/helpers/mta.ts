@@ -3,9 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './ports.js';
 
 /** Where scripts/fetch-test-mtas.sh unpacks Debian's MTA packages (`dpkg -x`). */
 export const MTA_ROOT = process.env.MAILVERDICT_MTA_ROOT ?? '/tmp/mailverdict-mtas';
+/** How to get them, for the notices of the tests that skip without them. */
+export const FETCH_MTAS = 'run `sudo bash scripts/fetch-test-mtas.sh` (Debian)';
 
 /**
  * What every real MTA under test (test/integration/mta-contract.ts) is configured to serve, so
@@ -64,14 +67,9 @@ export interface MtaQuirks {
   readonly tlsHandshakeFails?: { readonly why: string; readonly logged: RegExp };
 }
 
-/** The env var that makes a missing server a failure (CI) rather than a skip with a notice. */
-export function mtaRequired(variable: string): boolean {
-  return process.env[variable] === '1';
-}
-
 /**
  * Whether a server's tests can run here: prints one notice and skips when not, or throws when
- * CI requires the server (its REQUIRE variable is 1).
+ * CI requires the server (its MAILVERDICT_REQUIRE_* variable is 1).
  */
 export function mtaAvailable(
   name: string,
@@ -79,7 +77,7 @@ export function mtaAvailable(
   unavailable: string | undefined,
 ): boolean {
   if (unavailable === undefined) return true;
-  if (mtaRequired(requireVariable))
+  if (process.env[requireVariable] === '1')
     throw new Error(`${name} cannot run here (${unavailable}), and ${requireVariable}=1`);
   console.warn(`[notice] ${name} tests skipped: ${unavailable}`);
   return false;
@@ -91,9 +89,48 @@ export function opensslUnavailable(): string | undefined {
   return probe.status === 0 ? undefined : 'the openssl command is not installed';
 }
 
-/** A temporary directory for one server. */
-export function serverDirectory(name: string): string {
-  return mkdtempSync(join(tmpdir(), `mailverdict-${name}-`));
+/** What a server's launcher hands back, for startMta to make a TestMta of. */
+export interface LaunchedMta {
+  readonly daemon: Daemon;
+  readonly refusedSender: string;
+  /** The log it writes to files rather than to its standard streams, when it does. */
+  readonly logFiles?: () => string;
+}
+
+/**
+ * Starts one server in a fresh temporary directory, on two loopback ports the system picks: a
+ * few tries, since a port can be taken between the asking and the binding.
+ */
+export async function startMta(
+  name: string,
+  launch: (dir: string, port: number, tlsPort: number) => Promise<LaunchedMta>,
+): Promise<TestMta> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const dir = mkdtempSync(join(tmpdir(), `mailverdict-${name.toLowerCase()}-`));
+    try {
+      const port = await freePort();
+      const tlsPort = await freePort();
+      const { daemon, refusedSender, logFiles } = await launch(dir, port, tlsPort);
+      return {
+        name,
+        port,
+        tlsPort,
+        refusedSender,
+        pid: daemon.pid,
+        dir,
+        log: () => `${daemon.output()}${logFiles?.() ?? ''}`,
+        async close() {
+          await daemon.stop();
+          removeDirectory(dir);
+        },
+      };
+    } catch (error) {
+      removeDirectory(dir);
+      lastError = error;
+    }
+  }
+  throw lastError;
 }
 
 /**
@@ -256,7 +293,6 @@ function waitForBanner(port: number, deadline: number): Promise<void> {
   });
 }
 
-/** Removes a server's directory (its config, spool, logs and key). */
-export function removeDirectory(dir: string): void {
+function removeDirectory(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }

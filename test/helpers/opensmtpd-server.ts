@@ -2,16 +2,16 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  FETCH_MTAS,
   MAIL_WORLD,
   MTA_ROOT,
   type MtaQuirks,
-  removeDirectory,
   selfSignedCertificate,
-  serverDirectory,
   startDaemon,
+  startMta,
+  type LaunchedMta,
   type TestMta,
 } from './mta.js';
-import { freePort } from './ports.js';
 
 /**
  * OpenSMTPD 6.8 from Debian (opensmtpd), unpacked by scripts/fetch-test-mtas.sh. Its queue
@@ -60,12 +60,11 @@ export function openSmtpdQuirks(): MtaQuirks {
 
 /** Why OpenSMTPD cannot run here, or undefined when it can. */
 export function openSmtpdUnavailable(): string | undefined {
-  const fetch = 'run `sudo bash scripts/fetch-test-mtas.sh` (Debian)';
-  if (!existsSync(SMTPD)) return `${SMTPD} is missing: ${fetch}`;
-  if (openSmtpdVersion() === undefined) return `${SMTPD} -h prints no version: ${fetch}`;
+  if (!existsSync(SMTPD)) return `${SMTPD} is missing: ${FETCH_MTAS}`;
+  if (openSmtpdVersion() === undefined) return `${SMTPD} -h prints no version: ${FETCH_MTAS}`;
   if (process.getuid?.() !== 0) return 'OpenSMTPD runs as root only';
   const missing = SMTPD_USERS.filter((user) => spawnSync('id', [user]).status !== 0);
-  if (missing.length > 0) return `the ${missing.join(' and ')} users are missing: ${fetch}`;
+  if (missing.length > 0) return `the ${missing.join(' and ')} users are missing: ${FETCH_MTAS}`;
   const namespace = spawnSync('unshare', ['--mount', '--propagation', 'private', 'true'], {
     encoding: 'utf8',
   });
@@ -74,22 +73,12 @@ export function openSmtpdUnavailable(): string | undefined {
   return undefined;
 }
 
-/** Starts OpenSMTPD on two loopback ports the system picks (a few tries: a port can be taken meanwhile). */
-export async function startOpenSmtpd(): Promise<TestMta> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const dir = serverDirectory('opensmtpd');
-    try {
-      return await launch(dir, await freePort(), await freePort());
-    } catch (error) {
-      removeDirectory(dir);
-      lastError = error;
-    }
-  }
-  throw lastError;
+/** Starts OpenSMTPD on two loopback ports the system picks. */
+export function startOpenSmtpd(): Promise<TestMta> {
+  return startMta('OpenSMTPD', launch);
 }
 
-async function launch(dir: string, port: number, tlsPort: number): Promise<TestMta> {
+async function launch(dir: string, port: number, tlsPort: number): Promise<LaunchedMta> {
   // Its unprivileged processes read the tables and reach the spool through this directory.
   chmodSync(dir, 0o755);
   const { key, cert } = selfSignedCertificate(dir, HOST_NAME);
@@ -153,17 +142,5 @@ match from any for domain "${MAIL_WORLD.catchAllDomain}" action "catchall"
     ],
     ports: [port, tlsPort],
   });
-  return {
-    name: 'OpenSMTPD',
-    port,
-    tlsPort,
-    refusedSender: REFUSED_SENDER,
-    pid: daemon.pid,
-    dir,
-    log: daemon.output,
-    async close() {
-      await daemon.stop();
-      removeDirectory(dir);
-    },
-  };
+  return { daemon, refusedSender: REFUSED_SENDER };
 }

@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
 import { EXIM_REQUIRE, eximUnavailable, startExim } from '../helpers/exim-server.js';
-import { mtaAvailable } from '../helpers/mta.js';
+import { mtaAvailable, opensslUnavailable } from '../helpers/mta.js';
 import { mtaContract } from './mta-contract.js';
 
 /**
@@ -8,7 +8,7 @@ import { mtaContract } from './mta-contract.js';
  * calls). Skipped with a notice where it is not unpacked or cannot run, except under
  * MAILVERDICT_REQUIRE_EXIM=1 (CI), where that fails.
  */
-if (mtaAvailable('Exim', EXIM_REQUIRE, eximUnavailable())) {
+if (mtaAvailable('Exim', EXIM_REQUIRE, eximUnavailable() ?? opensslUnavailable())) {
   mtaContract('Exim', startExim);
 } else {
   describe('smtp method against Exim on loopback', () => {

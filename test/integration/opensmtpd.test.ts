@@ -1,5 +1,5 @@
 import { describe, it } from 'vitest';
-import { mtaAvailable } from '../helpers/mta.js';
+import { mtaAvailable, opensslUnavailable } from '../helpers/mta.js';
 import {
   OPENSMTPD_REQUIRE,
   openSmtpdQuirks,
@@ -13,7 +13,7 @@ import { mtaContract } from './mta-contract.js';
  * .ci/run calls) and run as root in a mount namespace of its own. Skipped with a notice where
  * it cannot run, except under MAILVERDICT_REQUIRE_OPENSMTPD=1 (CI), where that fails.
  */
-if (mtaAvailable('OpenSMTPD', OPENSMTPD_REQUIRE, openSmtpdUnavailable())) {
+if (mtaAvailable('OpenSMTPD', OPENSMTPD_REQUIRE, openSmtpdUnavailable() ?? opensslUnavailable())) {
   mtaContract('OpenSMTPD', startOpenSmtpd, openSmtpdQuirks());
 } else {
   describe('smtp method against OpenSMTPD on loopback', () => {
