@@ -22,6 +22,7 @@ import { verifyCommand, type VerifyFlags } from './commands/verify.js';
 import { workerCommand, type WorkerFlags } from './commands/worker.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { processIo, type CliIo } from './io.js';
+import { remoteFailure } from './remote.js';
 import { DEFAULT_DB, serviceFailure, type FileFlags } from './service-file.js';
 import { escapeForTerminal } from './terminal.js';
 
@@ -57,7 +58,7 @@ function withConnectionFlags(command: Command): Command {
     );
 }
 
-/** The flags of every command that verifies: method, DNS, SMTP, concurrency. */
+/** The flags of every command that verifies: method, DNS, SMTP, concurrency, or a server. */
 function withEngineFlags(command: Command): Command {
   return withConnectionFlags(
     command.addOption(
@@ -65,7 +66,24 @@ function withEngineFlags(command: Command): Command {
         .choices(METHOD_NAMES)
         .default('standard'),
     ),
-  ).option('--concurrency <domains>', 'domains verified at once (default: 50)');
+  )
+    .option('--concurrency <domains>', 'domains verified at once (default: 50)')
+    .addOption(
+      new Option('--server <url>', 'verify through a running mailverdict API, not here').env(
+        'MAILVERDICT_SERVER',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--api-key <key>',
+        'with --server: its API key (MAILVERDICT_API_KEY keeps it out of ps)',
+      ).env('MAILVERDICT_API_KEY'),
+    );
+}
+
+/** The flags, told whether the API key was typed (it then needs a server) or came from the environment. */
+function withKeySource<F extends object>(flags: F, command: Command): F & { apiKeyFlag: boolean } {
+  return { ...flags, apiKeyFlag: command.getOptionValueSource('apiKey') === 'cli' };
 }
 
 /** The flags of `serve`: where to listen, how the first account starts, and the engine's. */
@@ -127,8 +145,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       .argument('<address...>', 'addresses to verify')
       .option('--json', 'one JSON object per line (input, verdict, risk factors, error)')
       .option('--strict', 'exit 1 if any address is undeliverable, 3 if any is risky'),
-  ).action(async (addresses: string[], flags: VerifyFlags) => {
-    exitCode = await verifyCommand(addresses, flags, io);
+  ).action(async (addresses: string[], flags: VerifyFlags, command: Command) => {
+    exitCode = await verifyCommand(addresses, withKeySource(flags, command), io);
   });
 
   withEngineFlags(
@@ -147,8 +165,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
         'CSV: the column holding addresses (default: the one headed email, e-mail or email address; else the only one)',
       )
       .option('--no-progress', 'no progress bar, even on a terminal'),
-  ).action(async (file: string, flags: BatchFlags) => {
-    exitCode = await batchCommand(file, flags, io);
+  ).action(async (file: string, flags: BatchFlags, command: Command) => {
+    exitCode = await batchCommand(file, withKeySource(flags, command), io);
   });
 
   const run =
@@ -291,6 +309,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     if (usage !== undefined) {
       io.stderr.write(`mailverdict: ${escapeForTerminal(usage.message)}\n`);
       return EXIT.usage;
+    }
+    const remote = remoteFailure(error);
+    if (remote !== undefined) {
+      io.stderr.write(`mailverdict: ${escapeForTerminal(remote.message)}\n`);
+      return remote.usage ? EXIT.usage : EXIT.failure;
     }
     io.stderr.write(`mailverdict: ${escapeForTerminal((error as Error).message)}\n`);
     return EXIT.failure;

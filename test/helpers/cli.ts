@@ -159,3 +159,49 @@ export function signalAfter(lines: number, signal: NodeJS.Signals) {
     },
   };
 }
+
+/** A `mailverdict serve` child on a free port, the key its first start printed, and its stop. */
+export interface ServeChild {
+  readonly url: string;
+  readonly key: string;
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Starts `mailverdict serve --db <db> --port 0 --offline` plus `args` on a new file, and waits
+ * for the key (stdout) and the "Listening on" line (stderr); `stop()` sends SIGTERM.
+ */
+export async function startServe(db: string, args: readonly string[] = []): Promise<ServeChild> {
+  const child = spawn(
+    process.execPath,
+    [...CLI_NODE_ARGS, 'serve', '--db', db, '--port', '0', '--offline', ...args],
+    { cwd: CLI_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  const ready = new Promise<{ url: string; key: string }>((resolve, reject) => {
+    const check = () => {
+      const url = /Listening on (http:\/\/\S+) /.exec(stderr)?.[1];
+      if (url !== undefined && stdout.includes('\n')) resolve({ url, key: stdout.trim() });
+    };
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      check();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      check();
+    });
+    void exited.then(() => reject(new Error(`serve exited: ${stderr}`)));
+  });
+  const { url, key } = await ready;
+  return {
+    url,
+    key,
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}

@@ -2,17 +2,19 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { SingleBar } from 'cli-progress';
+import { parseAddress } from '../../address/parse.js';
 import { createEngine } from '../../compose/engine.js';
+import { toResultRecord, type ResultRecord } from '../../format/shapes.js';
 import { repeatFinder } from '../../service/batch/repeats.js';
-import type { Verdict } from '../../engine/verdict.js';
 import { concurrencyOf, engineOptionsOf, methodOf, type EngineFlags } from '../engine-options.js';
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
 import { readCsvColumn, readLines, type InputItem } from '../input.js';
 import { exitCodeOf, line, write, type CliIo, type StopSignal } from '../io.js';
-import { csvFormat, NDJSON, recordOf, type CliRecord, type RecordFormat } from '../records.js';
+import { cliRecordOf, csvFormat, NDJSON, type CliRecord, type RecordFormat } from '../records.js';
+import { remoteOf, remoteResults, type RemoteFlags } from '../remote.js';
 import { escapeForTerminal } from '../terminal.js';
 
-export interface BatchFlags extends EngineFlags {
+export interface BatchFlags extends EngineFlags, RemoteFlags {
   readonly output: string;
   readonly csv?: boolean;
   readonly column?: string;
@@ -31,7 +33,9 @@ class Interrupted extends Error {
  * `mailverdict batch <file|->`: streams a list through verifyMany, writing each record as
  * soon as every earlier one is written (input order, a window no larger than the work in
  * flight), with a progress bar on a terminal, a summary at the end, and Ctrl-C writing what
- * is done before it stops.
+ * is done before it stops. With `--server`, the list goes to that server in jobs of up to
+ * 50,000 addresses, and each job's records are written as they stream back: through the same
+ * record builder, so that the output is the same.
  */
 export async function batchCommand(
   source: string,
@@ -39,6 +43,8 @@ export async function batchCommand(
   io: CliIo,
 ): Promise<ExitCode> {
   const method = methodOf(flags);
+  const controller = new AbortController();
+  const client = remoteOf(flags, controller.signal);
   const format = formatOf(flags.output, io.stdout.isTTY === true);
   const concurrency = concurrencyOf(flags);
   const input = await openInput(source, io);
@@ -46,9 +52,12 @@ export async function batchCommand(
   const csv =
     flags.csv === true || flags.column !== undefined || source.toLowerCase().endsWith('.csv');
   const items = csv ? readCsvColumn(input.stream, flags.column) : readLines(input.stream);
-  const engine = createEngine(engineOptionsOf(flags));
+  const verifier =
+    client === undefined
+      ? ({ kind: 'local', engine: createEngine(engineOptionsOf(flags)) } as const)
+      : ({ kind: 'remote', client } as const);
+  const parse = verifier.kind === 'local' ? verifier.engine.parse : parseAddress;
 
-  const controller = new AbortController();
   const stopOnInterrupt = io.onInterrupt((signal) => {
     controller.abort(new Interrupted(signal));
     // A read of standard input still open (a pipe whose writer waits) would hold the run
@@ -67,7 +76,7 @@ export async function batchCommand(
 
   async function* addresses(): AsyncGenerator<string> {
     for await (const item of items as AsyncIterable<InputItem>) {
-      const repeat = earlierOf(item.address, engine.parse(item.address), item.index);
+      const repeat = earlierOf(item.address, parse(item.address), item.index);
       reading.set(read++, { index: item.index, duplicate: repeat !== undefined });
       yield item.address;
     }
@@ -87,20 +96,39 @@ export async function batchCommand(
     }
   };
 
+  /** One address's record is in, verified here or by the server: written once its turn comes. */
+  const land = async (position: number, input: string, record: ResultRecord) => {
+    summary.add(record);
+    const item = reading.get(position) as { index: number; duplicate: boolean };
+    reading.delete(position);
+    waiting.set(
+      position,
+      cliRecordOf({ index: item.index, input, duplicate: item.duplicate }, record),
+    );
+    if (position === nextToWrite) await flush(false);
+  };
+
   let outcome: ExitCode = EXIT.ok;
   try {
     await write(io.stdout, format.header);
-    for await (const { index, verdict } of engine.verifyMany(addresses(), {
-      method,
-      signal: controller.signal,
-      ...(concurrency === undefined ? {} : { concurrency }),
-    })) {
-      summary.add(verdict);
-      bar?.update(summary.count);
-      const item = reading.get(index) as { index: number; duplicate: boolean };
-      reading.delete(index);
-      waiting.set(index, recordOf(verdict, item.index, item.duplicate));
-      if (index === nextToWrite) await flush(false);
+    if (verifier.kind === 'local') {
+      for await (const { index, verdict } of verifier.engine.verifyMany(addresses(), {
+        method,
+        signal: controller.signal,
+        ...(concurrency === undefined ? {} : { concurrency }),
+      })) {
+        await land(index, verdict.input, toResultRecord(verdict));
+        bar?.update(summary.count);
+      }
+    } else {
+      // The bar follows the server's progress; the records come once a job is done.
+      for await (const { position, input, record } of remoteResults(verifier.client, addresses(), {
+        method,
+        signal: controller.signal,
+        onProgress: (processed) => bar?.update(processed),
+      })) {
+        await land(position, input, record);
+      }
     }
   } catch (error) {
     // After a signal, the input's destruction may surface first (a premature close).
@@ -208,10 +236,10 @@ class Summary {
   readonly #reasons = new Map<string, number>();
   readonly #started = Date.now();
 
-  add(verdict: Verdict): void {
+  add({ state, reason }: ResultRecord): void {
     this.count++;
-    this.#states.set(verdict.state, (this.#states.get(verdict.state) ?? 0) + 1);
-    this.#reasons.set(verdict.reason, (this.#reasons.get(verdict.reason) ?? 0) + 1);
+    this.#states.set(state, (this.#states.get(state) ?? 0) + 1);
+    this.#reasons.set(reason, (this.#reasons.get(reason) ?? 0) + 1);
   }
 
   lines(interrupted: boolean, read: number): string[] {
