@@ -16,7 +16,20 @@ import {
  */
 export const HARAKA_REQUIRE = 'MAILVERDICT_REQUIRE_HARAKA';
 
-const HARAKA_DIR = dirname(createRequire(import.meta.url).resolve('Haraka/package.json'));
+const HARAKA_DIR = harakaDirectory();
+
+function harakaDirectory(): string | undefined {
+  try {
+    return dirname(createRequire(import.meta.url).resolve('Haraka/package.json'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why Haraka cannot run here (a node_modules from before it was a devDependency), or undefined. */
+export function harakaUnavailable(): string | undefined {
+  return HARAKA_DIR === undefined ? 'Haraka is not installed: run `npm install`' : undefined;
+}
 const HOST_NAME = 'mx.haraka.test';
 const REFUSED_SENDER = 'refused@example.net';
 
@@ -26,6 +39,7 @@ export function startHaraka(): Promise<TestMta> {
 }
 
 async function launch(dir: string, port: number, tlsPort: number): Promise<LaunchedMta> {
+  if (HARAKA_DIR === undefined) throw new Error(harakaUnavailable());
   const config = join(dir, 'config');
   cpSync(join(HARAKA_DIR, 'config'), config, { recursive: true });
   mkdirSync(join(dir, 'plugins'));
