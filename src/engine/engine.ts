@@ -206,7 +206,8 @@ export function buildEngine(options: EngineParts): Engine {
       try {
         requireString(address, 'verify');
         const method = probeable(methodOf(verifyOptions.method));
-        const { signal } = verifyOptions;
+        const { signal, ipFilter } = verifyOptions;
+        if (ipFilter !== undefined) requireIpFilter(ipFilter, 'verify');
         if (signal?.aborted) return Promise.reject(signal.reason as Error);
         const verdict = verification(address, method, context, verifyOptions);
         return verdict instanceof Promise ? verdict : Promise.resolve(verdict);
@@ -220,6 +221,7 @@ export function buildEngine(options: EngineParts): Engine {
       // One call's options for every address: the run's signal, retry and filter.
       const call: VerifyCall = manyOptions;
       const { ipFilter } = manyOptions;
+      if (ipFilter !== undefined) requireIpFilter(ipFilter, 'verifyMany');
       // verifyEach checks each item is a string; an offline verdict comes back without a promise.
       return verifyEach(
         addresses,
@@ -285,6 +287,15 @@ function requireIterable(addresses: unknown): void {
   }
 }
 
+/** An ipFilter that is not one would fail only once a domain's hosts are known: say so now. */
+function requireIpFilter(filter: unknown, caller: string): void {
+  if (typeof (filter as Partial<IpFilter> | null)?.match !== 'function') {
+    throw new TypeError(
+      `${caller}'s ipFilter must be an object with a match(ips, signal) method, got ${describeType(filter)}`,
+    );
+  }
+}
+
 function requireString(address: unknown, caller: string): asserts address is string {
   if (typeof address !== 'string') {
     throw new TypeError(`${caller} expects the address as a string, got ${describeType(address)}`);
@@ -343,10 +354,12 @@ function runFrom(
   started: number,
 ): Verdict | Promise<Verdict> {
   const { checkers } = method;
+  const { signal } = call;
+  const filtering = call.ipFilter !== undefined;
   for (let i = index; i < checkers.length; i++) {
     const checker = checkers[i] as Checker;
-    const result: CheckResult = checker.run(facts, context.ports, call.signal);
-    const filterNext = call.ipFilter !== undefined && checker.name === 'mx';
+    const result: CheckResult = checker.run(facts, context.ports, signal);
+    const filterNext = filtering && checker.name === 'mx';
     if (result instanceof Promise) {
       const startedAt = started === SYNCHRONOUS ? context.clock.now() : started;
       return result.then((finding) => {

@@ -58,9 +58,14 @@ function filterVerdict(
   method: MethodName,
   action: FilterAction | undefined,
 ): Verdict | undefined {
-  return action === undefined
-    ? undefined
-    : fixedVerdict(input, parsed, method, FILTER_VERDICTS[action], 'filter');
+  if (action === undefined) return undefined;
+  // An IpFilter is the caller's code: an answer that is no action is a bug to name, not a verdict.
+  if (!Object.hasOwn(FILTER_VERDICTS, action)) {
+    throw new TypeError(
+      `A filter answered ${JSON.stringify(action)}: expected 'block', 'allow' or undefined`,
+    );
+  }
+  return fixedVerdict(input, parsed, method, FILTER_VERDICTS[action], 'filter');
 }
 
 /** Whether `verdict` is one `freeVerdict` gives (a test address's or a filter's): it costs nothing. */

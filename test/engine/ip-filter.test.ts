@@ -121,6 +121,28 @@ describe('the ipFilter option of verify', () => {
   });
 });
 
+describe('a bad ipFilter', () => {
+  it('is a TypeError at the call, before any lookup', async () => {
+    const { engine, dns } = online();
+    const notAFilter = { matches: () => Promise.resolve(undefined) } as unknown as IpFilter;
+    await expect(engine.verify('a@plain.example.org', { ipFilter: notAFilter })).rejects.toThrow(
+      /verify's ipFilter must be an object with a match\(ips, signal\) method/,
+    );
+    expect(() => engine.verifyMany(['a@plain.example.org'], { ipFilter: notAFilter })).toThrow(
+      TypeError,
+    );
+    expect(dns.calls).toEqual([]);
+  });
+
+  it('rejects the verification with a TypeError naming an answer that is no action', async () => {
+    const { engine } = online();
+    const ipFilter = { match: () => Promise.resolve('deny') } as unknown as IpFilter;
+    await expect(engine.verify('a@plain.example.org', { ipFilter })).rejects.toThrow(
+      /A filter answered "deny": expected 'block', 'allow' or undefined/,
+    );
+  });
+});
+
 describe('verifyMany with an IP filter', () => {
   it("looks up the next domains' mail host addresses ahead of their turn, as it does their MX", async () => {
     const domains = 12;
