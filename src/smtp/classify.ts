@@ -552,6 +552,18 @@ export function classifyRcpt(reply: SmtpReply, sent?: SentAddresses): ReplyClass
 }
 
 /**
+ * Whether a reply that ends the session (a 421, RFC 5321 3.8) speaks of us: our IP, a rate, a
+ * policy ("421-4.7.0 ... unusual rate of unsolicited mail originating from your IP address").
+ * Another MX may still be tried, but this host asked us to go away, so no new session asks it
+ * again: that would add load to a server that asked us to slow down. A 421 that only counts
+ * ("Too many recipients, closing connection", "Error: too many errors") does not.
+ */
+export function endsOnUs(reply: SmtpReply, sent?: SentAddresses): boolean {
+  const reading = read(reply, sent);
+  return either(aboutUs, limitOnUs)(reading);
+}
+
+/**
  * Classifies a failure of the banner, EHLO/HELO, MAIL FROM or RSET. Never `rejected`: these
  * replies are about us, so at worst every address of the session stays unknown. Success codes
  * are the caller's to check; they come back `invalid`.

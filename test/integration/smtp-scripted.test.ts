@@ -701,6 +701,31 @@ describe('scripted servers: sessions that end after a few recipients', () => {
     });
   }
 
+  it('a 421 rate limit on our IP past two recipients: the host is not asked again', async () => {
+    // Gmail's wording (reply corpus): a rate limit on us, so a new session would only add
+    // load to a server that asked us to slow down; the rest stay unknown.
+    const server = await serve({
+      extensions: [],
+      on: (command, conversation) => {
+        if (!command.startsWith('RCPT')) return null;
+        if (conversation.rcpts <= 2) return annOnly()(command);
+        return {
+          say: '421-4.7.0 [192.0.2.1] Our system has detected an unusual rate of\r\n421 4.7.0 unsolicited mail originating from your IP address.\r\n',
+          close: true,
+        };
+      },
+    });
+    const verdicts = await verify(server, ADDRESSES, { smtp: { recipientsPerTransaction: 50 } });
+    // The catch-all probe and ann were answered before the 421.
+    expect(verdicts.map((v) => [v.state, v.reason])).toEqual([
+      ['deliverable', 'accepted_email'],
+      ['risky', 'unavailable_smtp'],
+      ['risky', 'unavailable_smtp'],
+      ['risky', 'unavailable_smtp'],
+    ]);
+    expect(server.connections()).toBe(1);
+  });
+
   it('a server that answers one RCPT a connection, then drops it', async () => {
     const server = await serve({
       extensions: [],

@@ -12,6 +12,7 @@ import type {
 } from '../../ports/smtp.js';
 import { literalAddress } from '../../address/ip-literal.js';
 import { assertSmtpIdentity } from '../../smtp/commands.js';
+import { endsOnUs } from '../../smtp/classify.js';
 import { ConnectionLimits } from '../../smtp/connection-limits.js';
 import { MAX_REPLY_BYTES, ReplyReader, type SmtpReply } from '../../smtp/reply.js';
 import {
@@ -245,7 +246,8 @@ async function probeChunk(
    * progress, so a server that answers nothing else cannot keep us here. So are those of a
    * session the server ended (421, or a closed connection) after answering some: servers
    * that count recipients per connection end it at their limit, and the catch-all probe,
-   * asked first, must not use up the one answer such a server gives.
+   * asked first, must not use up the one answer such a server gives. A 421 about us (a rate
+   * limit on our IP) is not such a limit: the host is left alone.
    */
   async function askHost(
     open: number[],
@@ -273,7 +275,7 @@ async function probeChunk(
       const left = [...putOff, ...unanswered];
       const progress = left.length < asking.length;
       if (session.failure !== undefined) {
-        if (!(progress && endedByServer(session.failure))) {
+        if (!(progress && endedByServer(session.failure) && !endedOnUs(session, options))) {
           return { class: session.failure, reply: session.failureReply, greeted: session.greeted };
         }
         for (const index of putOff) answers[index] = undefined;
@@ -361,6 +363,16 @@ function recorded(reply: SmtpReply | null): ProbeAnswer['reply'] {
 /** The server ended a session it had been answering: it may answer the rest in a new one. */
 function endedByServer(failure: SessionFailure): boolean {
   return failure === 'try_next_mx' || failure === 'closed';
+}
+
+/** A 421 about us (a rate limit, our IP): the host is not asked again in a new session. */
+function endedOnUs(session: ProbeSession, options: Resolved): boolean {
+  const reply = session.failureReply;
+  return (
+    session.failure === 'try_next_mx' &&
+    reply !== null &&
+    endsOnUs(reply, { sender: options.mailFrom })
+  );
 }
 
 function failureClass(failure: SessionFailure): ProbeClass {
