@@ -227,3 +227,20 @@ describe('quoted local parts with UTF-8 (RFC 6531)', () => {
     });
   });
 });
+
+describe('messages about an A-label name it as written', () => {
+  // xn--ab decodes to U+0081, a C1 control: the message quoted that invisible character as
+  // the label's name ("The label '' has ..."). It names the A-label the user typed instead.
+  it.each([
+    ['me@xn--ab.com', 'xn--ab'],
+    ['me@xn--a.com', 'xn--a'],
+    ['me@xn--vek.jp', 'xn--vek'],
+  ])('%s', (input, shown) => {
+    const parsed = parseAddress(input);
+    expect(parsed).toMatchObject({ ok: false, code: 'invalid_idn' });
+    if (parsed.ok) return;
+    expect(parsed.message).toContain(`'${shown}'`);
+    const controls = [...parsed.message].filter((c) => /\p{Cc}/u.test(c));
+    expect(controls).toEqual([]);
+  });
+});

@@ -304,3 +304,25 @@ describe('did_you_mean in the CLI', () => {
     expect(text).not.toMatch(/bob@example\.org.*did you mean/);
   });
 });
+
+describe('typo suggestions for short numeric names', () => {
+  const suggest = createTypoSuggester();
+
+  // A name of three or four characters takes a neighbour key only as "a digit struck for a
+  // letter" (ao1 for aol, typo.ts nameAllows). Digit for digit was taken too, so numeric
+  // domains, each a different real site (162.com, 127.com, 263.com: 263 Network's), were
+  // "corrected" to NetEase's 163.com and 126.com.
+  it.each(['162.com', '164.com', '127.com', '125.com', '263.com'])('%s is left alone', (domain) => {
+    expect(suggest(domain)).toBeNull();
+  });
+
+  it('still suggests for a digit struck for a letter, and for slips of the suffix', () => {
+    expect(suggest('a0l.com')).toBe('aol.com');
+    expect(suggest('163.con')).toBe('163.com');
+    expect(suggest('gmial.com')).toBe('gmail.com');
+    expect(suggest('hotmial.con')).toBe('hotmail.com');
+    expect(suggest('yahooo.com')).toBe('yahoo.com');
+    expect(suggest('gmx.de')).toBeNull();
+    expect(suggest('mail.com')).toBeNull();
+  });
+});

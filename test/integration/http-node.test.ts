@@ -97,7 +97,7 @@ describe('mailverdict/node', () => {
     const server = await serve(api.service, { onError: () => undefined });
     servers.push(server);
     // A Host that is no host cannot make a URL, nor can a target in neither origin nor
-    // absolute form. (An absolute-form target is taken, RFC 9112 3.2.2: http-audit.test.ts.)
+    // absolute form. (An absolute-form target is taken, RFC 9112 3.2.2: http-protocol.test.ts.)
     for (const [path, host] of [
       ['/v1/account', 'bad host'],
       ['ftp://elsewhere.example/v1/account', undefined],

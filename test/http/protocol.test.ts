@@ -13,11 +13,13 @@ import {
 } from './helpers.js';
 
 /**
- * A hostile caller's and a careful consumer's audit of the /v1 API: each case here was a
- * defect (an answer that was false, off DESIGN 5.6 or the OpenAPI document, or a bad input
- * that changed stored data) before its fix.
+ * The /v1 API's HTTP semantics as a hostile caller and a careful consumer meet them: the
+ * Idempotency-Key header, HEAD, the Authorization scheme, Accept negotiation, JSON bodies and
+ * the requests the OpenAPI document allows. Each case here was a defect (an answer that was
+ * false, off the error envelope or the OpenAPI document, or a bad input that changed stored
+ * data) before its fix.
  */
-describe('/v1 API audit', () => {
+describe('/v1 API protocol', () => {
   let api: ApiFixture;
   let client: Client;
   let secret: string;
@@ -48,7 +50,7 @@ describe('/v1 API audit', () => {
     return handler(withRemoteAddress(request, DIRECT_IP));
   }
 
-  describe('Idempotency-Key (DESIGN 5.3: bound to method, address and shape)', () => {
+  describe('Idempotency-Key (bound to method, address and shape)', () => {
     it.each([
       ['detailed=true', '&detailed=true'],
       ['fields', '&fields=state,domain'],

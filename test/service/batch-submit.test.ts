@@ -8,12 +8,12 @@ import { chunkByDomain } from '../../src/service/batch/chunks.js';
 import { gatedDns, refusal, text, STORES } from './helpers.js';
 
 /**
- * Batch jobs as customers and hostile callers meet them through the library (DESIGN 5.3,
- * 5.5, 5.6; README "Batch jobs"): what counts as the same address, what is free, what the
+ * Batch jobs as customers and hostile callers meet them through the library (README "Batch
+ * jobs"): what counts as the same address, what is free, what the
  * credits say at every moment, and what is refused.
  */
 
-describe.each(STORES)('batch audit (%s)', (_name, makeStore) => {
+describe.each(STORES)('batch submission (%s)', (_name, makeStore) => {
   let services: Service[] = [];
   afterEach(async () => {
     for (const service of services) await service.stop();

@@ -2,8 +2,8 @@ import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiFixture, bearer, nodeClient, type ApiFixture } from '../http/helpers.js';
 
-/** What only a real socket shows of the audit's fixes (test/http/audit.test.ts). */
-describe('/v1 API audit over loopback HTTP', () => {
+/** What only a real socket shows of the API's HTTP semantics (test/http/protocol.test.ts). */
+describe('/v1 API protocol over loopback HTTP', () => {
   let api: ApiFixture;
   let secret: string;
   let server: Awaited<ReturnType<typeof nodeClient>>;

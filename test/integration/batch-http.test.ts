@@ -20,7 +20,7 @@ import { gatedDns } from '../service/helpers.js';
  * Batch jobs over real HTTP (mailverdict/node on 127.0.0.1), on a SQLite file, with a real
  * webhook receiver on 127.0.0.1: what a customer's client and a hostile caller see.
  */
-const dir = mkdtempSync(join(tmpdir(), 'mailverdict-batch-audit-'));
+const dir = mkdtempSync(join(tmpdir(), 'mailverdict-batch-http-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const cleanups: (() => Promise<void>)[] = [];

@@ -71,7 +71,7 @@ const inputs = (stdout: string) =>
 let dir: string;
 let dns: TestDnsServer;
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'mailverdict-audit-'));
+  dir = mkdtempSync(join(tmpdir(), 'mailverdict-cli-process-'));
   dns = await startFastAndSilentDns();
 });
 afterAll(async () => {

@@ -1,5 +1,5 @@
 /**
- * The service core used as a library by hostile or careless hosts (audit of 2026-11-23): what
+ * The service core used as a library by hostile or careless hosts: what
  * it answers must be true, and nothing a caller does with what it was handed, or hands in,
  * may change what is stored. Every case runs on the memory store and on SQLite.
  */
