@@ -19,7 +19,10 @@ export const EXIT = Object.freeze({
   risky: 3,
   /** The run failed: a store or another unexpected error (the message says which). */
   failure: 4,
-  /** Interrupted by Ctrl-C (SIGINT): what was done is written, the rest is not (128 + 2). */
+  /**
+   * Interrupted by Ctrl-C (SIGINT): what was done is written, the rest is not, and stderr shows
+   * the `batch --resume` command that goes on (128 + 2).
+   */
   interrupted: 130,
   /** Stopped by SIGTERM (a service manager, `kill`): as for Ctrl-C, but 128 + 15. */
   terminated: 143,

@@ -1,5 +1,7 @@
 import { Readable } from 'node:stream';
 import { parse as parseCsv } from 'csv-parse';
+import type { ParseResult } from '../address/parse.js';
+import { repeatFinder } from '../service/batch/repeats.js';
 import { UsageError } from './exit-codes.js';
 
 /** A line longer than this is not an address list (an address is at most 254 octets). */
@@ -138,6 +140,43 @@ function tooLong(line: number): UsageError {
   );
 }
 
+/** A list being read, and why it is read as CSV when nothing said so. */
+export interface ListReading {
+  readonly items: AsyncGenerator<InputItem>;
+  /** Read as CSV (so the index is a row), else one address a line. */
+  readonly csv: boolean;
+  /** Why an input not declared CSV is read as CSV (what its first line looks like). */
+  readonly csvBecause?: string;
+}
+
+/**
+ * The addresses of a list: a CSV column when `csv` says so, else by the list's first line that
+ * is not blank: several cells (a separator outside quotes, which no address has) or a lone
+ * cell that names an email column are a CSV file's header or first row (`cat list.csv |
+ * mailverdict batch -`), and anything else starts a list of one address a line.
+ */
+export async function readList(
+  input: Readable,
+  options: { readonly csv: boolean; readonly column: string | undefined },
+): Promise<ListReading> {
+  if (options.csv) return { items: readCsvColumn(input, options.column), csv: true };
+  const { first, chunks } = await peekFirstLine(utf8(input));
+  const replay = Readable.from(chunks);
+  const because = first === undefined ? undefined : csvLook(first);
+  return because === undefined
+    ? { items: readLines(replay), csv: false }
+    : { items: readCsvColumn(replay, undefined), csv: true, csvBecause: because };
+}
+
+/** What makes a first line a CSV header or row, in words; undefined for an address line. */
+function csvLook(first: string): string | undefined {
+  const shown = JSON.stringify(first.length > 60 ? `${first.slice(0, 57)}...` : first);
+  const { count } = separatorOf(first);
+  if (count > 0) return `its first line, ${shown}, has ${count + 1} columns`;
+  const cell = first.trim().replace(/^"(.*)"$/, '$1');
+  return EMAIL_HEADERS.has(headerKey(cell)) ? `its first line, ${shown}, is a header` : undefined;
+}
+
 /**
  * The addresses of one column of a CSV file (RFC 4180), streamed through csv-parse. The column
  * is the one `column` names, else the first whose header reads as an email (`email`, `E-mail`,
@@ -149,7 +188,8 @@ export async function* readCsvColumn(
   input: Readable,
   column: string | undefined,
 ): AsyncGenerator<InputItem> {
-  const { delimiter, chunks } = await sniffDelimiter(textOnly(utf8(input)));
+  const { first, chunks } = await peekFirstLine(textOnly(utf8(input)));
+  const { delimiter } = separatorOf(first ?? '');
   const source = Readable.from(chunks);
   const parser = source.pipe(
     parseCsv({
@@ -201,31 +241,32 @@ async function* textOnly(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> 
 /** The separators spreadsheets write: `,`, and `;` where the decimal mark is a comma, and tab. */
 const DELIMITERS = [',', ';', '\t'] as const;
 
+/** The input's first line that is not blank, and every chunk read, to be read again whole. */
+interface Peeked {
+  /** Undefined for an input with no such line within MAX_LINE_BYTES. */
+  readonly first: string | undefined;
+  readonly chunks: AsyncIterable<Buffer>;
+}
+
 /**
- * The file's separator, read from its first line (outside quotes): the one it holds most of,
- * a comma when none. Excel writes `;` in much of Europe; TSV exports use tabs. Only the first
- * line is held back for this; the chunks come out whole, in order.
+ * Reads as far as the first line that is not blank (a line break inside quotes does not end
+ * it), holding back only that much; the chunks come out whole, in order.
  */
-async function sniffDelimiter(
-  input: AsyncIterable<Buffer>,
-): Promise<{ delimiter: string; chunks: AsyncIterable<Buffer> }> {
+async function peekFirstLine(input: AsyncIterable<Buffer>): Promise<Peeked> {
   const iterator = input[Symbol.asyncIterator]();
   const head: Buffer[] = [];
   let text = '';
-  while (!/[\r\n]/.test(text) && text.length <= MAX_LINE_BYTES) {
+  let first: string | undefined;
+  let ended = false;
+  while (first === undefined && !ended && text.length <= MAX_LINE_BYTES) {
     const next = await iterator.next();
-    if (next.done === true) break;
-    head.push(next.value);
-    text += next.value.toString('utf8');
+    if (next.done === true) ended = true;
+    else {
+      head.push(next.value);
+      text += next.value.toString('utf8');
+    }
+    first = firstLineOf(text, ended);
   }
-  const counts = new Map<string, number>(DELIMITERS.map((d) => [d, 0]));
-  let quoted = false;
-  for (const char of text) {
-    if (char === '"') quoted = !quoted;
-    else if (!quoted && (char === '\n' || char === '\r')) break;
-    else if (!quoted && counts.has(char)) counts.set(char, (counts.get(char) ?? 0) + 1);
-  }
-  const [delimiter] = [...counts].reduce((best, entry) => (entry[1] > best[1] ? entry : best));
   async function* chunks(): AsyncGenerator<Buffer> {
     yield* head;
     for (;;) {
@@ -234,7 +275,41 @@ async function sniffDelimiter(
       yield next.value;
     }
   }
-  return { delimiter, chunks: chunks() };
+  return { first, chunks: chunks() };
+}
+
+/** The first line of `text` that is not blank (a BOM is blank), if it is whole yet. */
+function firstLineOf(text: string, ended: boolean): string | undefined {
+  let start = 0;
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (char === '"') quoted = !quoted;
+    else if (!quoted && (char === '\n' || char === '\r')) {
+      const line = text.slice(start, i).replace(/^\ufeff/, '');
+      if (line.trim() !== '') return line;
+      start = i + 1;
+    }
+  }
+  const rest = text.slice(start).replace(/^\ufeff/, '');
+  return ended && rest.trim() !== '' ? rest : undefined;
+}
+
+/**
+ * A line's separator, outside quotes: the one it holds most of (with how many), a comma when
+ * none. Excel writes `;` in much of Europe; TSV exports use tabs.
+ */
+function separatorOf(line: string): { delimiter: string; count: number } {
+  const counts = new Map<string, number>(DELIMITERS.map((d) => [d, 0]));
+  let quoted = false;
+  for (const char of line) {
+    if (char === '"') quoted = !quoted;
+    else if (!quoted && counts.has(char)) counts.set(char, (counts.get(char) ?? 0) + 1);
+  }
+  const [delimiter, count] = [...counts].reduce((best, entry) =>
+    entry[1] > best[1] ? entry : best,
+  );
+  return { delimiter, count };
 }
 
 /** Header names that mean "the address", compared without case, spaces or punctuation. */
@@ -266,4 +341,21 @@ function columnOf(
   throw new UsageError(
     `no email column in the CSV header (${shown}): name the column with --column`,
   );
+}
+
+/** An address to verify, marked when it repeats an earlier one of its list. */
+export interface MarkedItem extends InputItem {
+  readonly duplicate: boolean;
+}
+
+/** The items, each marked `duplicate` by the rule batch jobs use (repeatFinder). */
+export async function* markRepeats(
+  items: AsyncIterable<InputItem>,
+  parse: (address: string) => ParseResult,
+): AsyncGenerator<MarkedItem> {
+  const earlierOf = repeatFinder();
+  for await (const item of items) {
+    const earlier = earlierOf(item.address, parse(item.address), item.index);
+    yield { ...item, duplicate: earlier !== undefined };
+  }
 }

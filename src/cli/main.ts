@@ -164,9 +164,13 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
         '--column <name>',
         'CSV: the column holding addresses (default: the one headed email, e-mail or email address; else the only one)',
       )
-      .option('--no-progress', 'no progress bar, even on a terminal'),
+      .option('--no-progress', 'no progress bar, even on a terminal')
+      .option(
+        '--resume <output>',
+        "an earlier run's output file: verify only the addresses it has no record of, and append their records to it",
+      ),
   ).action(async (file: string, flags: BatchFlags, command: Command) => {
-    exitCode = await batchCommand(file, withKeySource(flags, command), io);
+    exitCode = await batchCommand(file, withKeySource(flags, command), io, argv);
   });
 
   const run =

@@ -42,16 +42,24 @@ export function cliRecordOf(place: RecordPlace, record: ResultRecord): CliRecord
   return out as unknown as CliRecord;
 }
 
+export type FormatName = 'ndjson' | 'csv';
+
 /** One output format: a header (CSV) and a line per record, each ending in a newline. */
 export interface RecordFormat {
+  readonly name: FormatName;
   readonly header: string;
   line(record: CliRecord): string;
+  /** A record's input as a reader of this format reads it back (`--resume` compares them). */
+  inputAsRead(input: string): string;
 }
 
 /** NDJSON: one JSON object a line, with no raw terminal controls (see safeJson). */
 export const NDJSON: RecordFormat = {
+  name: 'ndjson',
   header: '',
   line: (record) => `${safeJson(record)}\n`,
+  // safeJson's escapes are JSON's: the text parses back as it was.
+  inputAsRead: (input) => input,
 };
 
 /** What a reader scans first, then the rest of the detailed shape in its own order. */
@@ -72,6 +80,9 @@ export const CSV_COLUMNS: readonly (keyof CliRecord)[] = [
   'duplicate',
 ];
 
+/** The CSV's first line, as csv-stringify writes it. */
+export const CSV_HEADER = stringify([[...CSV_COLUMNS]]);
+
 /**
  * A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV
  * Injection"): `=HYPERLINK(...)@x.org` is a valid address, and lists come from web forms.
@@ -91,7 +102,9 @@ function inert(text: string): string {
  */
 export function csvFormat(escape: (text: string) => string = (text) => text): RecordFormat {
   return {
-    header: stringify([[...CSV_COLUMNS]]),
+    name: 'csv',
+    header: CSV_HEADER,
+    inputAsRead: (input) => escape(inert(input)),
     line(record) {
       const cells = CSV_COLUMNS.map((column) => {
         const value = record[column];

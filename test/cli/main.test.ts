@@ -1,27 +1,9 @@
-import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.js';
-import type { CliIo } from '../../src/cli/io.js';
 import { createEngine } from '../../src/compose/engine.js';
 import { repeatFinder } from '../../src/service/batch/repeats.js';
+import { runInProcess } from '../helpers/cli.js';
 
-/** Runs the CLI in-process with captured streams. */
-async function run(args: string[], stdin: string | Buffer = '') {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CliIo = {
-    stdout,
-    stderr,
-    stdin: Readable.from([typeof stdin === 'string' ? Buffer.from(stdin) : stdin]),
-    onInterrupt: () => () => {},
-  };
-  const code = await main(args, io);
-  return { code, out: out.split('\n').filter(Boolean), err };
-}
+const run = runInProcess;
 
 describe('mailverdict CLI (in-process)', () => {
   it('verifies offline and prints a table; --strict exits by the worst verdict', async () => {

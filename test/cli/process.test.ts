@@ -19,6 +19,7 @@ import {
   CLI_ROOT as ROOT,
   fastThenSilentAddresses,
   runCli,
+  runPipeline,
   signalAfter,
   startFastAndSilentDns,
   type CliOptions,
@@ -36,21 +37,7 @@ function cli(args: string[], options: CliOptions = {}): Promise<Run> {
 }
 
 /** A shell pipeline, for what only a real pipe shows (EPIPE when the reader goes away). */
-function shell(script: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', `set -o pipefail; ${script}`], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, MV: `${process.execPath} ${NODE_ARGS.join(' ')}` },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
+const shell = runPipeline;
 
 /** What every refusal looks like: exit 2, one line on stderr naming us, no stack trace. */
 function expectOneLineUsageError(run: Run, label: string): void {

@@ -1,6 +1,10 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { PassThrough, Readable } from 'node:stream';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { CliIo } from '../../src/cli/io.js';
+import { main } from '../../src/cli/main.js';
 import { startDnsServer, type TestDnsServer } from './dns-server.js';
 
 /** The repository, where the CLI runs from source. */
@@ -204,4 +208,114 @@ export async function startServe(db: string, args: readonly string[] = []): Prom
       return exited;
     },
   };
+}
+
+/**
+ * The CLI with its standard output redirected to `file`, as `> file` does (so the run can name
+ * it), sending `signal` once the file holds more than `lines` lines: a stop in mid-run.
+ */
+export function runCliToFile(
+  args: string[],
+  file: string,
+  options: { stdin: string; lines: number; signal: NodeJS.Signals },
+): Promise<Omit<CliRun, 'stdout'> & { sent: boolean }> {
+  return new Promise((resolve, reject) => {
+    const out = openSync(file, 'w');
+    const child = spawn(process.execPath, [...CLI_NODE_ARGS, ...args], {
+      cwd: CLI_ROOT,
+      stdio: ['pipe', out, 'pipe'],
+    });
+    closeSync(out);
+    let stderr = '';
+    let sent = false;
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const watch = setInterval(() => {
+      if (sent) return;
+      const written = readFileSync(file, 'utf8').split('\n').length - 1;
+      if (written > options.lines) {
+        sent = true;
+        child.kill(options.signal);
+      }
+    }, 20);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearInterval(watch);
+      resolve({ code, signal, stderr, sent });
+    });
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(options.stdin);
+  });
+}
+
+/** A bash script run from the repository; `env` is set over the test's own environment. */
+export function runShell(
+  script: string,
+  options: { stdin?: string; env?: Record<string, string> } = {},
+): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', script], {
+      cwd: CLI_ROOT,
+      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    child.stdin?.on('error', () => {});
+    if (options.stdin !== undefined) child.stdin?.end(options.stdin);
+  });
+}
+
+/** The CLI run from source, as one shell word list (quoted): `$MV batch ...` in a script. */
+const CLI_COMMAND = [process.execPath, ...CLI_NODE_ARGS].map((word) => `'${word}'`).join(' ');
+
+/**
+ * A command line as a user types it into bash, where `mailverdict` runs the CLI from source:
+ * what the CLI prints for the user to run (the `--resume` command) is run as printed.
+ */
+export function runTyped(command: string, stdin = ''): Promise<CliRun> {
+  return runShell(`mailverdict() { ${CLI_COMMAND} "$@"; }\n${command}`, { stdin });
+}
+
+/**
+ * A shell pipeline where `$MV` runs the CLI, for what only a real pipe shows. `$MV` is
+ * expanded unquoted, split at spaces: the paths it holds have none.
+ */
+export function runPipeline(script: string): Promise<CliRun> {
+  const mv = [process.execPath, ...CLI_NODE_ARGS].join(' ');
+  return runShell(`set -o pipefail; ${script}`, { env: { MV: mv } });
+}
+
+/**
+ * A loopback DNS server that answers MX for slow0.com to slow{domains - 1}.com, each
+ * answer `delayMs` late: a resolver far away, so that a run of a few thousand addresses lasts
+ * long enough to be stopped in its middle.
+ */
+export function startSlowDns(domains: number, delayMs: number): Promise<TestDnsServer> {
+  const zone: Parameters<typeof startDnsServer>[0] = {};
+  for (let d = 0; d < domains; d++) {
+    zone[`slow${d}.com`] = { mx: [{ exchange: `mx.slow${d}.com`, preference: 10 }] };
+  }
+  return startDnsServer(zone, { rcode: 'NXDOMAIN' }, delayMs);
+}
+
+/** The CLI in this process, with captured streams: its exit code, stdout's lines and stderr. */
+export async function runInProcess(args: string[], stdin: string | Buffer = '') {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const io: CliIo = {
+    stdout,
+    stderr,
+    stdin: Readable.from([typeof stdin === 'string' ? Buffer.from(stdin) : stdin]),
+    onInterrupt: () => () => {},
+  };
+  const code = await main(args, io);
+  return { code, out: out.split('\n').filter(Boolean), err };
 }

@@ -5,13 +5,20 @@ import { SingleBar } from 'cli-progress';
 import { parseAddress } from '../../address/parse.js';
 import { createEngine } from '../../compose/engine.js';
 import { toResultRecord, type ResultRecord } from '../../format/shapes.js';
-import { repeatFinder } from '../../service/batch/repeats.js';
 import { concurrencyOf, engineOptionsOf, methodOf, type EngineFlags } from '../engine-options.js';
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
-import { readCsvColumn, readLines, type InputItem } from '../input.js';
-import { exitCodeOf, line, write, type CliIo, type StopSignal } from '../io.js';
+import { markRepeats, readList, type MarkedItem } from '../input.js';
+import { exitCodeOf, line, reasonOf, write, type CliIo, type StopSignal } from '../io.js';
 import { cliRecordOf, csvFormat, NDJSON, type CliRecord, type RecordFormat } from '../records.js';
 import { remoteOf, remoteResults, type RemoteFlags } from '../remote.js';
+import {
+  appendTo,
+  missingItems,
+  readEarlierOutput,
+  type EarlierOutput,
+  type RecordSink,
+  type ResumePlan,
+} from '../resume.js';
 import { escapeForTerminal } from '../terminal.js';
 
 export interface BatchFlags extends EngineFlags, RemoteFlags {
@@ -19,6 +26,8 @@ export interface BatchFlags extends EngineFlags, RemoteFlags {
   readonly csv?: boolean;
   readonly column?: string;
   readonly progress?: boolean;
+  /** An earlier run's output file: verify only what it has no record of, and append. */
+  readonly resume?: string;
 }
 
 /** Stands for Ctrl-C or SIGTERM in the run's signal: told apart from other failures. */
@@ -33,30 +42,34 @@ class Interrupted extends Error {
  * `mailverdict batch <file|->`: streams a list through verifyMany, writing each record as
  * soon as every earlier one is written (input order, a window no larger than the work in
  * flight), with a progress bar on a terminal, a summary at the end, and Ctrl-C writing what
- * is done before it stops. With `--server`, the list goes to that server in jobs of up to
- * 50,000 addresses, and each job's records are written as they stream back: through the same
- * record builder, so that the output is the same.
+ * is done before it stops and saying how to go on. With `--resume <file>`, the records go to
+ * the end of that earlier output, for the addresses it has no record of. With `--server`, the
+ * list goes to that server in jobs of up to 50,000 addresses, and each job's records are
+ * written as they stream back: through the same record builder, so that the output is the
+ * same. `args` are the command's own, replayed in the `--resume` command the summary shows.
  */
 export async function batchCommand(
   source: string,
   flags: BatchFlags,
   io: CliIo,
+  args: readonly string[] = ['batch', source],
 ): Promise<ExitCode> {
   const method = methodOf(flags);
   const controller = new AbortController();
   const client = remoteOf(flags, controller.signal);
-  const format = formatOf(flags.output, io.stdout.isTTY === true);
+  const resuming = flags.resume !== undefined;
+  const recordsOnTerminal = !resuming && io.stdout.isTTY === true;
+  const format = formatOf(flags.output, recordsOnTerminal);
   const concurrency = concurrencyOf(flags);
-  const input = await openInput(source, io);
-  // --column names a CSV column: it means CSV whatever the file is called.
-  const csv =
-    flags.csv === true || flags.column !== undefined || source.toLowerCase().endsWith('.csv');
-  const items = csv ? readCsvColumn(input.stream, flags.column) : readLines(input.stream);
   const verifier =
     client === undefined
       ? ({ kind: 'local', engine: createEngine(engineOptionsOf(flags)) } as const)
       : ({ kind: 'remote', client } as const);
   const parse = verifier.kind === 'local' ? verifier.engine.parse : parseAddress;
+  const earlier =
+    flags.resume === undefined ? undefined : await readEarlierOutput(flags.resume, format);
+  const input = await openInput(source, io);
+  const named = source === '-' ? 'standard input' : JSON.stringify(source);
 
   const stopOnInterrupt = io.onInterrupt((signal) => {
     controller.abort(new Interrupted(signal));
@@ -64,23 +77,17 @@ export async function batchCommand(
     // until its next line: the input ends here, and the run stops at its next step.
     input.stream.destroy();
   });
-  const bar = progressBar(io, flags.progress !== false, input.total);
   const summary = new Summary();
-  // By position in what verifyMany reads: the items read and not yet verified, and the
-  // records verified and not yet written.
-  const reading = new Map<number, { index: number; duplicate: boolean }>();
+  // By position in what is read: the items read and not yet verified, and the records
+  // verified and not yet written.
+  const reading = new Map<number, MarkedItem>();
   const waiting = new Map<number, CliRecord>();
-  const earlierOf = repeatFinder();
   let nextToWrite = 0;
   let read = 0;
+  let sink: RecordSink | undefined;
+  let bar: SingleBar | undefined;
+  let listed = 0;
 
-  async function* addresses(): AsyncGenerator<string> {
-    for await (const item of items as AsyncIterable<InputItem>) {
-      const repeat = earlierOf(item.address, parse(item.address), item.index);
-      reading.set(read++, { index: item.index, duplicate: repeat !== undefined });
-      yield item.address;
-    }
-  }
   const flush = async (all: boolean) => {
     // Input order: a record waits only for earlier ones still in flight; at the end (or on
     // Ctrl-C) whatever is done goes out, in order, past the gaps.
@@ -92,14 +99,14 @@ export async function batchCommand(
       if (record === undefined) break;
       waiting.delete(position);
       nextToWrite = position + 1;
-      await write(io.stdout, format.line(record));
+      await sink?.write(format.line(record));
     }
   };
 
   /** One address's record is in, verified here or by the server: written once its turn comes. */
   const land = async (position: number, input: string, record: ResultRecord) => {
     summary.add(record);
-    const item = reading.get(position) as { index: number; duplicate: boolean };
+    const item = reading.get(position) as MarkedItem;
     reading.delete(position);
     waiting.set(
       position,
@@ -110,7 +117,39 @@ export async function batchCommand(
 
   let outcome: ExitCode = EXIT.ok;
   try {
-    await write(io.stdout, format.header);
+    // --column names a CSV column: it means CSV whatever the file is called.
+    const list = await readList(input.stream, {
+      csv:
+        flags.csv === true || flags.column !== undefined || source.toLowerCase().endsWith('.csv'),
+      column: flags.column,
+    });
+    if (list.csvBecause !== undefined) {
+      line(
+        io.stderr,
+        escapeForTerminal(
+          `mailverdict: reading ${named} as CSV: ${list.csvBecause} (--csv says so)`,
+        ),
+      );
+    }
+    const where = (index: number) => `${list.csv ? 'row' : 'line'} ${index} of ${named}`;
+    const run =
+      earlier === undefined
+        ? await wholeList(markRepeats(list.items, parse), format, io, input.total)
+        : await missingPart(
+            await missingItems(list.items, parse, earlier, format, where),
+            earlier,
+            format,
+            io,
+          );
+    sink = run.sink;
+    listed = run.listed;
+    async function* addresses(): AsyncGenerator<string> {
+      for await (const item of run.work) {
+        reading.set(read++, item);
+        yield item.address;
+      }
+    }
+    bar = progressBar(io, flags.progress !== false && !recordsOnTerminal, run.total);
     if (verifier.kind === 'local') {
       for await (const { index, verdict } of verifier.engine.verifyMany(addresses(), {
         method,
@@ -144,10 +183,95 @@ export async function batchCommand(
       bar.update(summary.count);
     }
     bar?.stop();
-    await flush(true);
+    try {
+      await flush(true);
+    } finally {
+      await sink?.close();
+    }
   }
-  for (const text of summary.lines(outcome !== EXIT.ok, read)) line(io.stderr, text);
+  const interrupted = outcome !== EXIT.ok;
+  for (const text of summary.lines(interrupted, read)) line(io.stderr, text);
+  if (interrupted) {
+    const file = flags.resume ?? io.outputFile?.();
+    const stdin = source === '-' ? ' (with the same list on standard input)' : '';
+    line(io.stderr, escapeForTerminal(`To go on: ${resumeCommand(args, file)}${stdin}`));
+  } else if (earlier !== undefined) {
+    line(
+      io.stderr,
+      escapeForTerminal(
+        `${JSON.stringify(earlier.path)} now has a record of each of the ${listed} addresses of ${named}.`,
+      ),
+    );
+  }
   return outcome;
+}
+
+/** What a run verifies, where its records go, and how many it has to do (for the bar). */
+interface Run {
+  readonly work: AsyncIterable<MarkedItem> | Iterable<MarkedItem>;
+  readonly sink: RecordSink;
+  readonly total: number | undefined;
+  /** A resumed run: the addresses of the whole list. */
+  readonly listed: number;
+}
+
+/** A first run: every address of the list, to standard output after the format's header. */
+async function wholeList(
+  work: AsyncIterable<MarkedItem>,
+  format: RecordFormat,
+  io: CliIo,
+  lines: number | undefined,
+): Promise<Run> {
+  // Standard output stays open when the run ends: the process owns it.
+  const sink: RecordSink = { write: (text) => write(io.stdout, text), close: async () => {} };
+  await sink.write(format.header);
+  return { work, sink, total: lines, listed: 0 };
+}
+
+/** A resumed run: what the earlier output lacks, appended to it (a cut-off record cut away). */
+async function missingPart(
+  plan: ResumePlan,
+  earlier: EarlierOutput,
+  format: RecordFormat,
+  io: CliIo,
+): Promise<Run> {
+  if (earlier.halfWritten) {
+    line(
+      io.stderr,
+      escapeForTerminal(
+        `mailverdict: ${JSON.stringify(earlier.path)} ended in a record cut off in mid-write: it is cut away, and its address verified again`,
+      ),
+    );
+  }
+  const sink = await appendTo(earlier, format);
+  return { work: plan.missing, sink, total: plan.missing.length, listed: plan.total };
+}
+
+/** Stands in the `--resume` command for an output file the system would not name. */
+const UNNAMED_OUTPUT = '<output file>';
+
+/** Stands in the `--resume` command for an API key given on the command line. */
+const KEY_FROM_ENVIRONMENT = '"$MAILVERDICT_API_KEY"';
+
+/**
+ * The command that goes on where this run stopped: its own arguments, with `--resume` and the
+ * file its records went to unless it had them, each quoted for a POSIX shell. An API key is
+ * never printed: `--api-key` reads it from MAILVERDICT_API_KEY instead.
+ */
+export function resumeCommand(args: readonly string[], file: string | undefined): string {
+  const resuming = args.some((arg) => arg === '--resume' || arg.startsWith('--resume='));
+  const words = (resuming ? args : [...args, '--resume']).map((arg, i, all) => {
+    if (arg.startsWith('--api-key=')) return `--api-key=${KEY_FROM_ENVIRONMENT}`;
+    return all[i - 1] === '--api-key' ? KEY_FROM_ENVIRONMENT : shellWord(arg);
+  });
+  if (!resuming) words.push(file === undefined ? UNNAMED_OUTPUT : shellWord(file));
+  return ['mailverdict', ...words].join(' ');
+}
+
+/** A word as a POSIX shell reads it back: bare when it is plain, else in single quotes. */
+function shellWord(word: string): string {
+  if (/^[\w@%+=:,./-]+$/.test(word)) return word;
+  return `'${word.replace(/'/g, "'\\''")}'`;
 }
 
 function formatOf(output: string, toTerminal: boolean): RecordFormat {
@@ -175,14 +299,6 @@ async function openInput(source: string, io: CliIo): Promise<{ stream: Readable;
   if (!info.isFile()) return { stream: handle.createReadStream() };
   const total = await countLines(source);
   return { stream: handle.createReadStream(), total };
-}
-
-/** Why a file could not be opened, in words (the errno code is for programs). */
-function reasonOf(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return 'no such file';
-  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
-  return (error as Error).message;
 }
 
 /**
