@@ -1,4 +1,7 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo, StopSignal } from '../../src/cli/io.js';
@@ -165,6 +168,28 @@ describe('batch --server', () => {
     }
   });
 
+  it('--resume through the server appends what the file lacks, as a local run would', async () => {
+    for (const output of ['ndjson', 'csv'] as const) {
+      const whole = await run(['batch', '--offline', '-o', output, '-'], list.join('\n'));
+      const lines = whole.out.split('\n').filter(Boolean);
+      const header = output === 'csv' ? [lines.shift() as string] : [];
+      // Every third record kept: the rest are missing, a repeat among them.
+      const kept = lines.filter((_, i) => i % 3 === 0);
+      const file = join(mkdtempSync(join(tmpdir(), 'mailverdict-remote-')), `out.${output}`);
+      writeFileSync(file, [...header, ...kept, ''].join('\n'));
+      const resumed = await run(
+        ['batch', '-o', output, ...server, '-', '--resume', file],
+        list.join('\n'),
+      );
+      expect(resumed.code, resumed.err).toBe(0);
+      expect(resumed.out).toBe('');
+      const after = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+      expect(after.slice(0, header.length + kept.length)).toEqual([...header, ...kept]);
+      // The same records as one whole local run, each once.
+      expect([...after].sort()).toEqual([...header, ...lines].sort());
+    }
+  });
+
   it("shows the progress bar on a terminal, from the server's progress", async () => {
     const remote = await run(['batch', ...server, '-'], list.join('\n'), { stderrIsTty: true });
     expect(remote.code).toBe(0);
@@ -193,6 +218,11 @@ describe('batch --server', () => {
       expect(result.code).toBe(130);
       expect(result.out).toBe('');
       expect(result.err).toMatch(/Interrupted: 0 of 2 addresses read were verified and written/);
+      // The way on, without the key given on the command line.
+      expect(result.err).toContain(
+        `To go on: mailverdict batch --server ${slow.server.url} --api-key "$MAILVERDICT_API_KEY" - --resume <output file>`,
+      );
+      expect(result.err).not.toContain(secret);
       dns.open();
     } finally {
       await slow.close();

@@ -5,6 +5,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { csvFormat, NDJSON } from '../../src/cli/records.js';
 import { appendTo, readEarlierOutput } from '../../src/cli/resume.js';
+import { resumeCommand } from '../../src/cli/commands/batch.js';
 import { runInProcess as run } from '../helpers/cli.js';
 
 /**
@@ -308,5 +309,25 @@ describe('a CSV on standard input', () => {
     expect(code).toBe(0);
     expect(out.map((line) => (JSON.parse(line) as Row).index)).toEqual([2, 3]);
     expect(err).not.toMatch(/as CSV/);
+  });
+});
+
+describe('the --resume command a stopped run prints', () => {
+  it('replays the arguments quoted for a shell, adds --resume, and never prints an API key', () => {
+    expect(resumeCommand(['batch', 'my list.txt', '-o', 'csv'], 'out.csv')).toBe(
+      "mailverdict batch 'my list.txt' -o csv --resume out.csv",
+    );
+    expect(resumeCommand(['batch', "it's.txt"], undefined)).toBe(
+      "mailverdict batch 'it'\\''s.txt' --resume <output file>",
+    );
+    // A resumed run goes on with the same command.
+    expect(resumeCommand(['batch', 'l.txt', '--resume', 'o.ndjson'], 'other')).toBe(
+      'mailverdict batch l.txt --resume o.ndjson',
+    );
+    const remote = ['batch', 'l.txt', '--server', 'http://127.0.0.1:8080', '--api-key', 'mv_sk_x'];
+    expect(resumeCommand(remote, 'o.ndjson')).toBe(
+      'mailverdict batch l.txt --server http://127.0.0.1:8080 --api-key "$MAILVERDICT_API_KEY" --resume o.ndjson',
+    );
+    expect(resumeCommand(['batch', 'l.txt', '--api-key=mv_sk_x'], 'o')).not.toContain('mv_sk_x');
   });
 });
