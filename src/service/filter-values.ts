@@ -1,8 +1,7 @@
 import { parseDomain } from '../address/domain.js';
-import { literalAddress } from '../address/ip-literal.js';
 import { parseAddress, type ParsedAddress } from '../address/parse.js';
 import type { FilterType } from '../ports/store.js';
-import { canonicalIp, canonicalRange } from './ip-ranges.js';
+import { canonicalRange } from './ip-ranges.js';
 
 const ANY_DOMAIN_RULES = { allowDomainLiteral: false, globallyDeliverable: false } as const;
 
@@ -52,10 +51,4 @@ export function domainChain(asciiDomain: string): string[] {
     chain.push(asciiDomain.slice(dot + 1));
   }
   return chain;
-}
-
-/** The IP of a domain literal (`[192.0.2.1]`, `[IPv6:2001:db8::1]`), canonical. */
-export function literalIp(asciiDomain: string): string | undefined {
-  const address = literalAddress(asciiDomain);
-  return address === undefined ? undefined : canonicalIp(address);
 }

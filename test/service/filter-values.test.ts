@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { domainChain, literalIp, normalizeFilterValue } from '../../src/service/filter-values.js';
+import { domainChain, normalizeFilterValue } from '../../src/service/filter-values.js';
 
 describe('filter values', () => {
   it('lists a domain and its parents, most specific first', () => {
@@ -10,12 +10,6 @@ describe('filter values', () => {
       'co.uk',
       'uk',
     ]);
-  });
-
-  it('reads the IP of a domain literal', () => {
-    expect(literalIp('[192.0.2.1]')).toBe('192.0.2.1');
-    expect(literalIp('[IPv6:2001:DB8::1]')).toBe('2001:db8::1');
-    expect(literalIp('example.com')).toBeUndefined();
   });
 
   it('normalizes each type, explaining a refusal', () => {
