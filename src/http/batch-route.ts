@@ -16,10 +16,12 @@ export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
   const caller = await exchange.authenticate('batch', exchange.query.get('api_key'));
   // The wire's fields as they came: the service checks each (request-fields.ts), so that a
   // refusal reads the same over HTTP as in the library.
-  // The job keeps the handler's base URL, if it has one, for its download_url.
+  // The job keeps the base URL its download_url is built on, chosen by the service's rule.
+  const { baseUrl, defaultBaseUrl } = exchange.config;
   const options = {
     ...optional('requestId', requestId),
-    ...optional('baseUrl', exchange.config.baseUrl),
+    ...optional('baseUrl', baseUrl),
+    ...optional('defaultBaseUrl', defaultBaseUrl),
   };
   const job = await namingIdempotencyKey(() =>
     exchange.service.submitBatch(caller, body as unknown as NewBatch, options),
@@ -34,12 +36,12 @@ export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
 export async function batchStatusRoute(exchange: Exchange, rawId: string): Promise<Reply> {
   const id = routeId(rawId);
   const caller = await exchange.authenticate('batch', exchange.query.get('api_key'));
-  // A job stored before bases were kept with jobs is read on this handler's base.
-  const status = await exchange.service.batchStatus(
-    caller,
-    id,
-    optional('defaultBaseUrl', exchange.config.baseUrl),
-  );
+  // A job stored before bases were kept with jobs is read as if submitted here now.
+  const { baseUrl, defaultBaseUrl } = exchange.config;
+  const status = await exchange.service.batchStatus(caller, id, {
+    ...optional('baseUrl', baseUrl),
+    ...optional('defaultBaseUrl', defaultBaseUrl),
+  });
   return json(200, status);
 }
 

@@ -15,6 +15,7 @@ export type HandlerRequest = Pick<Request, 'url' | 'method' | 'headers' | 'body'
 /** The handler's settings, resolved once (see HandlerOptions). */
 export interface HandlerConfig {
   readonly baseUrl: string | undefined;
+  readonly defaultBaseUrl: string | undefined;
   readonly clientIp: (request: HandlerRequest) => string | undefined;
   readonly trustedProxies: readonly string[];
   readonly cors: boolean;

@@ -27,11 +27,15 @@ export interface HandlerOptions {
    * `download_url` of finished batches: each job submitted here keeps it, so that its status
    * and its webhook (sent by whichever process finishes it) give one URL. Its path is kept, a
    * query or fragment dropped, and a value that is no URL throws here. Default: the service's
-   * `batch.baseUrl`; with neither, `download_url` is the path alone
-   * (`/v1/verify/{id}/results`). Never a request's Host or target, which anyone can write;
-   * `mailverdict/node`'s serve() passes the address it listens on.
+   * `batch.baseUrl`, else `defaultBaseUrl`; with none, `download_url` is the path alone
+   * (`/v1/verify/{id}/results`). Never a request's Host or target, which anyone can write.
    */
   readonly baseUrl?: string;
+  /**
+   * The base URL when neither `baseUrl` nor the service's `batch.baseUrl` is set:
+   * `mailverdict/node`'s serve() passes the address it listens on. Default: none.
+   */
+  readonly defaultBaseUrl?: string;
   /**
    * The address of the peer that sent `request`, as the host server saw its socket (a Request
    * has no socket). Default: what `mailverdict/node` attached to the request.
@@ -146,6 +150,8 @@ export function createHandler(service: Service, options: HandlerOptions = {}): F
     // As the service takes its batch.baseUrl (a bad one throws here, not at a request): the
     // path kept, query and fragment dropped.
     baseUrl: options.baseUrl === undefined ? undefined : baseUrlOf(options.baseUrl),
+    defaultBaseUrl:
+      options.defaultBaseUrl === undefined ? undefined : baseUrlOf(options.defaultBaseUrl),
     clientIp: options.clientIp ?? remoteAddress,
     trustedProxies: trustedProxyRanges(options.trustedProxies),
     cors: options.cors ?? true,

@@ -288,8 +288,8 @@ function bodyOf(
 export interface ServeOptions extends HandlerOptions {
   /**
    * The public base URL of the API, kept with each batch job for its `download_url` (see
-   * HandlerOptions). Default: the address the server listens on, port included
-   * (listeningBaseUrl: a wildcard host stands for its loopback address).
+   * HandlerOptions). Default: the service's `batch.baseUrl`, else the address the server
+   * listens on, port included (listeningBaseUrl: a wildcard host stands for its loopback).
    */
   readonly baseUrl?: string;
   /** Port to listen on; 0 (the default) picks a free one. */
@@ -347,8 +347,9 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
     health: options.health ?? true,
     ...(metrics === undefined ? {} : { metrics }),
   };
-  // A bad baseUrl throws now, before anything listens (createHandler checks it the same way).
+  // A bad base URL throws now, before anything listens (createHandler checks them the same way).
   if (options.baseUrl !== undefined) baseUrlOf(options.baseUrl);
+  if (options.defaultBaseUrl !== undefined) baseUrlOf(options.defaultBaseUrl);
   if (owned) await service.start();
   // Made once the port is known: download_url is built on the listening address by default.
   const made: { listener?: ReturnType<typeof createNodeListener> } = {};
@@ -411,8 +412,10 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
   }
   const { port } = server.address() as AddressInfo;
   const host = hostname.includes(':') ? `[${hostname}]` : hostname;
-  const baseUrl = options.baseUrl ?? listeningBaseUrl(hostname, port);
-  made.listener = createNodeListener(createHandler(service, { ...options, operations, baseUrl }));
+  const defaultBaseUrl = options.defaultBaseUrl ?? listeningBaseUrl(hostname, port);
+  made.listener = createNodeListener(
+    createHandler(service, { ...options, operations, defaultBaseUrl }),
+  );
 
   return {
     server,

@@ -56,6 +56,42 @@ describe('download_url trusts only configuration', () => {
     expect(((await response.json()) as { download_url: string }).download_url).toBe(url);
   });
 
+  it("one rule picks the base: the handler's baseUrl, else the service's, else defaultBaseUrl", async () => {
+    const withBase = await apiFixture(
+      undefined,
+      { offline: true },
+      { baseUrl: 'https://svc.example/' },
+    );
+    const own = await withBase.account();
+    const cases = [
+      [api, {}, null],
+      [api, { defaultBaseUrl: 'http://127.0.0.1:9/' }, 'http://127.0.0.1:9/'],
+      [withBase, { defaultBaseUrl: 'http://127.0.0.1:9/' }, 'https://svc.example/'],
+      [
+        withBase,
+        { baseUrl: 'https://edge.example/', defaultBaseUrl: 'http://127.0.0.1:9/' },
+        'https://edge.example/',
+      ],
+    ] as const;
+    for (const [fixture, options, base] of cases) {
+      const key = fixture === api ? secret : own.secret;
+      const handler = createHandler(fixture.service, options);
+      const call = (path: string, init: RequestInit = {}) =>
+        handler(withRemoteAddress(new Request(`http://evil.example${path}`, init), DIRECT_IP));
+      const submitted = await call('/v1/verify', {
+        method: 'POST',
+        headers: bearer(key, { 'content-type': 'application/json' }),
+        body: JSON.stringify({ emails: ['risky@example.com'] }),
+      });
+      const { id } = (await submitted.json()) as { id: string };
+      await fixture.service.batchWork.idle();
+      const status = (await (await call(`/v1/verify/${id}`, { headers: bearer(key) })).json()) as {
+        download_url: string;
+      };
+      expect(status.download_url).toBe(`${base ?? '/'}v1/verify/${id}/results`);
+    }
+  });
+
   describe('mailverdict/node with no base URL', () => {
     let server: RunningServer;
     beforeAll(async () => {

@@ -10,7 +10,7 @@ import { MAX_QUERY_LENGTH } from '../../src/http/query.js';
 import { matchRoute } from '../../src/http/routes.js';
 import type { Store } from '../../src/ports/store.js';
 import { createService } from '../../src/compose/service.js';
-import { type NewAccount, type Service } from '../../src/service/service.js';
+import { type BatchOptions, type NewAccount, type Service } from '../../src/service/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 
 /** A service on `store` with helpers to make accounts and keys. */
@@ -24,8 +24,9 @@ export interface ApiFixture {
 export async function apiFixture(
   store: Store = createMemoryStore(),
   engine: EngineOptions = { offline: true },
+  batch: BatchOptions = {},
 ): Promise<ApiFixture> {
-  const service = createService({ engine: createEngine(engine), store });
+  const service = createService({ engine: createEngine(engine), store, batch });
   let accounts = 0;
   return {
     service,

@@ -9,7 +9,8 @@ import { answering, optionalObject, requireAccountRef } from '../validate.js';
 import {
   baseUrlOf,
   notCompleted,
-  requireBaseUrl,
+  chooseBaseUrl,
+  type BaseUrlChoice,
   statusOf,
   streamResults,
   type BatchResults,
@@ -97,14 +98,10 @@ export interface Batches {
   ): Promise<BatchCreated>;
   /**
    * `GET /v1/verify/{id}`. Its `download_url` is built on the base URL kept with the job;
-   * `defaultBaseUrl` serves only a job stored before bases were kept, before the service's
-   * own `baseUrl` (the HTTP handler passes its configured one, never a request's).
+   * `options` serve only a job stored before bases were kept, which is read on the base
+   * chooseBaseUrl picks: as a job submitted with them would be.
    */
-  batchStatus(
-    caller: AccountRef,
-    id: string,
-    options?: { defaultBaseUrl?: string },
-  ): Promise<BatchStatus>;
+  batchStatus(caller: AccountRef, id: string, options?: BaseUrlChoice): Promise<BatchStatus>;
   /** `GET /v1/verify/{id}/results`: a completed job's records, streamed in input order. */
   batchResults(
     caller: AccountRef,
@@ -193,11 +190,7 @@ export function createBatches(
       answering(async () => {
         const job = await jobFor(caller, id);
         const fields = optionalObject(statusOptions, 'options');
-        const fallback =
-          fields.defaultBaseUrl === undefined
-            ? undefined
-            : requireBaseUrl(fields.defaultBaseUrl, 'default_base_url');
-        return statusOf(job, fallback ?? baseUrl);
+        return statusOf(job, chooseBaseUrl(fields, baseUrl));
       }),
     batchResults: (caller, id, resultOptions) =>
       answering(async () => {

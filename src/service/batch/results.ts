@@ -68,6 +68,33 @@ export function requireBaseUrl(value: unknown, field: string): string {
   return baseUrlOf(url.href);
 }
 
+/** Where a caller of the service says a job's download_url should be built. */
+export interface BaseUrlChoice {
+  /** Its configured base, before the service's (the HTTP handler's `baseUrl`). */
+  readonly baseUrl?: string | undefined;
+  /** A base for when neither it nor the service has one (mailverdict/node's address). */
+  readonly defaultBaseUrl?: string | undefined;
+}
+
+/**
+ * The base URL a job is given at submission, and the one a job stored without its own is
+ * read on; one rule for both: the caller's configured `baseUrl`, else the service's, else the
+ * caller's `defaultBaseUrl`, else none (download_url is then a path). Each given value is
+ * checked, used or not, so that a bad one is refused whatever the service holds.
+ */
+export function chooseBaseUrl(
+  choice: Readonly<Record<string, unknown>>,
+  serviceBaseUrl: string | null,
+): string | null {
+  const given =
+    choice.baseUrl === undefined ? undefined : requireBaseUrl(choice.baseUrl, 'base_url');
+  const fallback =
+    choice.defaultBaseUrl === undefined
+      ? undefined
+      : requireBaseUrl(choice.defaultBaseUrl, 'default_base_url');
+  return given ?? serviceBaseUrl ?? fallback ?? null;
+}
+
 /**
  * Where a finished job's results are fetched, the one place it is computed (its status and
  * its webhook both ask here): on the base URL stored with the job at submission, or for a job

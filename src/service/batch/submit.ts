@@ -26,7 +26,7 @@ import {
 } from '../validate.js';
 import { requireCallbackUrl, type CallbackPolicy } from './callback-url.js';
 import { repeatFinder } from './repeats.js';
-import { requireBaseUrl } from './results.js';
+import { chooseBaseUrl, type BaseUrlChoice } from './results.js';
 
 /** Filter values looked up per store read at submission. */
 const FILTER_LOOKUP_CHUNK = 500;
@@ -38,15 +38,14 @@ export interface NewBatch {
   readonly callbackUrl?: string | null;
 }
 
-export interface SubmitBatchOptions {
+/**
+ * `baseUrl` and `defaultBaseUrl` say where the job's `download_url` is built, kept with the
+ * job (chooseBaseUrl: `baseUrl`, else the service's `batch.baseUrl`, else `defaultBaseUrl`):
+ * a host's configuration, never a request's Host.
+ */
+export interface SubmitBatchOptions extends BaseUrlChoice {
   /** An idempotency key: the same key and request within 24 hours answer the same job. */
   readonly requestId?: string | undefined;
-  /**
-   * The public base URL the job's `download_url` is built on, kept with the job: a host's
-   * configuration (the HTTP handler's `baseUrl`), never a request's Host. Default: the
-   * service's `batch.baseUrl`.
-   */
-  readonly baseUrl?: string | undefined;
 }
 
 /** `POST /v1/verify` -> 202 (DESIGN 5.5). */
@@ -157,10 +156,7 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
     );
     const options = optionalObject(submitOptions, 'options');
     const requestId = options.requestId === undefined ? undefined : requestIdOf(options.requestId);
-    const baseUrl =
-      options.baseUrl === undefined
-        ? settings.baseUrl
-        : requireBaseUrl(options.baseUrl, 'base_url');
+    const baseUrl = chooseBaseUrl(options, settings.baseUrl);
 
     const fingerprint = requestId === undefined ? '' : fingerprintOf(method, callbackUrl, emails);
     if (requestId !== undefined) {
