@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createEngine, parseAddress, SMTP_FINDINGS, type ProbeClass } from '../src/index.js';
 import { DISPOSABLE_COUNT } from '../src/data/generated/disposable.js';
-import { createMemoryDns, createMemorySmtp } from '../src/testing.js';
+import { createService } from '../src/compose/service.js';
+import { createMemoryStore } from '../src/store/memory-store.js';
+import { createManualClock, createMemoryDns, createMemorySmtp } from '../src/testing.js';
 
 /**
  * What the README says a verdict looks like is what the engine answers: its examples run here
@@ -46,6 +48,27 @@ describe('README examples', () => {
     expect((await engine.verify('ann@down.example.org')).reason).toBe('timeout');
     expect(dns.queries).toEqual(['example.org', 'down.example.org']);
     expect(README).toContain("(await engine.verify('ann@down.example.org')).reason; // 'timeout'");
+  });
+
+  it('the manual clock example: a rotated key stops working once the clock passes its grace', async () => {
+    expect(README).toContain('const clock = createManualClock(Date.UTC(2026, 0, 1));');
+    expect(README).toContain('clock.advance(3_600_000); // the grace period is over');
+    const clock = createManualClock(Date.UTC(2026, 0, 1));
+    const service = createService({
+      engine: createEngine({ offline: true, clock }),
+      store: createMemoryStore(),
+      clock,
+    });
+    const account = await service.admin.createAccount({ email: 'ops@example.org', credits: 10 });
+    const { secret, key } = await service.admin.createKey(account.id);
+    await service.admin.rotateKey(account.id, key.id, { graceSeconds: 3600 });
+    const presented = { authorization: `Bearer ${secret}`, endpoint: 'verify' } as const;
+    await expect(service.authenticate(presented)).resolves.toMatchObject({ accountId: account.id });
+    clock.advance(3_600_000);
+    await expect(service.authenticate(presented)).rejects.toMatchObject({
+      code: 'unauthorized',
+      status: 401,
+    });
   });
 
   it('the quick start table is what the CLI prints for the command shown', async () => {

@@ -1,4 +1,4 @@
-export type { Clock } from './clock.js';
+export type { Clock, ManualClock } from './clock.js';
 export { systemClock } from './clock.js';
 export type { Dns, DnsFailureCode, DnsHealth, MxAnswer, MxHost } from './dns.js';
 export type { IpFilter } from './ip-filter.js';
