@@ -3,17 +3,15 @@ import { RESULTS_FORMATS, resultsFormatOf } from '../service/request-fields.js';
 import type { NewBatch, ResultsFormat } from '../service/service.js';
 import type { Exchange } from './exchange.js';
 import { idempotencyKey, namingIdempotencyKey } from './idempotency-key.js';
-import { onlyFields, readJsonObject } from './request-body.js';
 import { json, type Reply } from './responses.js';
 import { routeId } from './route-id.js';
 import { REQUEST_BODIES } from './routes.js';
 
 /** POST /v1/verify `{emails, method?, callback_url?}` -> 202 with the job. */
 export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
-  const body = await readJsonObject(exchange.request, exchange.config.maxBodyBytes);
-  onlyFields(body, REQUEST_BODIES.BatchRequest);
   const requestId = idempotencyKey(exchange.request);
   const caller = await exchange.authenticate('batch', exchange.query.get('api_key'));
+  const body = await exchange.jsonBody(REQUEST_BODIES.BatchRequest);
   // The wire's fields as they came: the service checks each (request-fields.ts), so that a
   // refusal reads the same over HTTP as in the library.
   // The job keeps the base URL its download_url is built on, chosen by the service's rule.

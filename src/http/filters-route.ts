@@ -4,7 +4,6 @@ import { filterTypeOf, pageOf, perPageOf } from '../service/request-fields.js';
 import type { FilterInfo } from '../service/service.js';
 import type { Exchange } from './exchange.js';
 import { integerParameter } from './query.js';
-import { onlyFields, readJsonObject } from './request-body.js';
 import { json, type Reply } from './responses.js';
 import { routeId } from './route-id.js';
 import { REQUEST_BODIES } from './routes.js';
@@ -23,9 +22,8 @@ export function filterWire(filter: FilterInfo): Record<string, unknown> {
 
 /** POST /v1/filters `{value, filter_type, action, reason?}` -> 201 with the filter. */
 export async function createFilterRoute(exchange: Exchange): Promise<Reply> {
-  const body = await readJsonObject(exchange.request, exchange.config.maxBodyBytes);
-  onlyFields(body, REQUEST_BODIES.NewFilter);
   const caller = await exchange.authenticate('filters', exchange.query.get('api_key'));
+  const body = await exchange.jsonBody(REQUEST_BODIES.NewFilter);
   // The service checks each value's type and form, naming the field (request-fields.ts).
   const filter = await exchange.service.createFilter(caller, {
     value: body.value as string,

@@ -1,4 +1,5 @@
 import { baseUrlOf } from '../service/batch/results.js';
+import { ServiceError } from '../service/service-error.js';
 import type { Service } from '../service/service.js';
 import { accountRoute } from './account-route.js';
 import { batchResultsRoute, batchStatusRoute, submitBatchRoute } from './batch-route.js';
@@ -8,11 +9,24 @@ import { Exchange, type HandlerConfig, type HandlerRequest } from './exchange.js
 import { createFilterRoute, deleteFilterRoute, listFiltersRoute } from './filters-route.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { operationsRoutes, type OperationsOptions } from './operations.js';
-import { MAX_BODY_BYTES } from './request-body.js';
-import { errorReply, HttpError, rateLimitHeaders, toResponse, type Reply } from './responses.js';
+import {
+  checkJsonHeaders,
+  MAX_BODY_BYTES,
+  MAX_JSON_DEPTH,
+  MAX_JSON_ELEMENTS,
+} from './request-body.js';
+import {
+  clientClosedRequest,
+  errorReply,
+  HttpError,
+  rateLimitHeaders,
+  toResponse,
+  type Reply,
+} from './responses.js';
 import { readQuery } from './query.js';
 import {
   matchRoute,
+  rawPathname,
   ROUTES,
   type Operation,
   type OperationId,
@@ -49,8 +63,18 @@ export interface HandlerOptions {
   readonly trustedProxies?: readonly string[];
   /** Answer CORS for public keys (preflights of GET /v1/verify, trusted origins). Default true. */
   readonly cors?: boolean;
-  /** Largest POST body in bytes; more is a 413. Default 16 MiB. */
+  /**
+   * Largest POST body in bytes; more is a 413, refused on its Content-Length before a byte is
+   * read, or as soon as the count passes it. Default 16 MiB.
+   */
   readonly maxBodyBytes?: number;
+  /** Deepest a POST body's JSON may nest (arrays and objects); deeper is a 400. Default 16. */
+  readonly maxJsonDepth?: number;
+  /**
+   * Most elements (array elements and object members) a POST body's JSON may hold; more is a
+   * 400. Default 100,000: twice the largest batch.
+   */
+  readonly maxJsonElements?: number;
   /**
    * Told of every error that became a 500 (bugs, a failing store), with the request, for
    * logging: the client sees only a generic `internal_error`. Default: console.error.
@@ -155,7 +179,11 @@ export function createHandler(service: Service, options: HandlerOptions = {}): F
     clientIp: options.clientIp ?? remoteAddress,
     trustedProxies: trustedProxyRanges(options.trustedProxies),
     cors: options.cors ?? true,
-    maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
+    body: {
+      maxBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
+      maxDepth: options.maxJsonDepth ?? MAX_JSON_DEPTH,
+      maxElements: options.maxJsonElements ?? MAX_JSON_ELEMENTS,
+    },
   };
   const onError =
     options.onError ??
@@ -177,14 +205,19 @@ export function createHandler(service: Service, options: HandlerOptions = {}): F
     try {
       const url = new URL(request.url);
       exchange = new Exchange(request, url, service, config);
-      const at = operations.get(url.pathname);
+      // Routed on the path as the client wrote it: dot segments, encoded or not, resolve to
+      // nothing (rawPathname).
+      const path = rawPathname(request.url);
+      const at = operations.get(path);
       answer = await dispatch(
         exchange,
-        at === undefined ? match(url.pathname) : { route: at, id: '' },
+        at === undefined ? match(path) : { route: at, id: '' },
         found,
       );
     } catch (error) {
-      answer = errorReply(error, (bug) => onError(bug, request));
+      answer = errorReply(clientGone(error, request) ? clientClosedRequest() : error, (bug) =>
+        onError(bug, request),
+      );
     }
     if (request.method === 'HEAD') answer = await withoutContent(answer);
     return exchange === undefined ? answer : finish(exchange, answer);
@@ -237,7 +270,23 @@ async function dispatch(
   // table the document lists them from.
   const query = handling.operation?.query;
   if (query !== undefined) exchange.query = readQuery(exchange.url, query);
+  // What the headers tell of a body (its type, its declared length) is refused here too; the
+  // body itself is read only once the key is admitted (Exchange.jsonBody).
+  if (handling.operation?.body !== undefined) {
+    checkJsonHeaders(exchange.request.headers, exchange.config.body.maxBytes);
+  }
   return handling.handle(exchange, found.id);
+}
+
+/**
+ * Whether `error` is the client's leaving rather than a fault of ours: an error that is no
+ * refusal, thrown once the request's signal says the client went away (a verification it
+ * cut short, a store call it abandoned). Such a request is answered 499 and not reported.
+ */
+function clientGone(error: unknown, request: HandlerRequest): boolean {
+  if (error instanceof HttpError) return false;
+  if (error instanceof ServiceError && error.code !== 'internal_error') return false;
+  return request.signal.aborted;
 }
 
 const UTF8 = new TextEncoder();

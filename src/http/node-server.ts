@@ -1,5 +1,6 @@
 import {
   createServer,
+  STATUS_CODES,
   type IncomingMessage,
   type RequestListener,
   type Server,
@@ -23,25 +24,75 @@ import {
   type HandlerOptions,
   type ReplyHandler,
 } from './handler.js';
+import { MAX_BODY_BYTES } from './request-body.js';
+import { clientClosedRequest, errorReply, HttpError, type Reply } from './responses.js';
+import { rawPathname } from './routes.js';
+import {
+  HEADERS_TIMEOUT_MS,
+  KEEP_ALIVE_TIMEOUT_MS,
+  MAX_HEADER_BYTES,
+  MAX_HEADERS_COUNT,
+  REQUEST_TIMEOUT_MS,
+} from './server-limits.js';
 
 /** How long `close()` waits for requests in flight before cutting their connections. */
 export const SHUTDOWN_TIMEOUT_MS = 30_000;
 /** Bytes of request body buffered ahead of the handler's reading: back-pressure beyond. */
 const BODY_HIGH_WATER_MARK = 64 * 1024;
+/**
+ * How long a connection refused at the HTTP level (malformed, headers too large, too slow)
+ * stays open after its answer, for the client to read it before the connection is cut.
+ */
+const REFUSAL_LINGER_MS = 2_000;
 
 const NO_BODY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
+
+/** Answers that tell a client waiting with `Expect: 100-continue` to send its body, not yet sent. */
+const awaitingContinue = new WeakSet<ServerResponse>();
+/** Sockets whose request timed out (serve's clientError): their body's reader is told 408. */
+const timedOut = new WeakSet<Socket>();
+/** Sockets whose request was answered and whose body is being read to be thrown away. */
+const discarding = new WeakSet<Socket>();
+
+/** What createNodeListener refuses or bounds before and after the handler answers. */
+export interface NodeListenerOptions {
+  /**
+   * Most header fields a request may carry; more is a 431, never a silent drop of the rest
+   * (X-Forwarded-For or Authorization among them). The node server's own `maxHeadersCount`
+   * must be above it (node keeps 1,000 by default, then drops the rest); serve() sets it.
+   * Default 100.
+   */
+  readonly maxHeadersCount?: number;
+  /**
+   * The handler's largest body (HandlerOptions.maxBodyBytes, default 16 MiB). A request
+   * answered before its body was read (a refusal, a 413) has the rest read and thrown away, up
+   * to twice this, so that a client still sending receives its answer (RFC 9112 9.6: closing
+   * on unread data resets the connection, and the reset can erase the answer before the
+   * client reads it); a body declared larger, or running longer, closes the connection.
+   */
+  readonly maxBodyBytes?: number;
+}
 
 /**
  * A node:http request listener for a fetch handler. A handler from createHandler is called at
  * its Reply level with a light stand-in for the Request (url, method, headers, a body stream
  * read as the handler asks, a signal aborted when the client goes away, the socket's address
  * for `clientIp`) and its Reply written straight to the socket; any other fetch handler gets
- * a real Request and its Response is written back with back-pressure.
+ * a real Request and its Response is written back with back-pressure. A request with more
+ * header fields than `maxHeadersCount` (431), or without a Host or with two (400, RFC 9112
+ * 3.2), is refused before the handler sees it.
  */
-export function createNodeListener(handler: FetchHandler): RequestListener {
+export function createNodeListener(
+  handler: FetchHandler,
+  options: NodeListenerOptions = {},
+): RequestListener {
   const replies = replyHandlerOf(handler);
+  const settings: ListenerSettings = {
+    maxHeadersCount: options.maxHeadersCount ?? MAX_HEADERS_COUNT,
+    discardLimit: 2 * (options.maxBodyBytes ?? MAX_BODY_BYTES),
+  };
   return (incoming, outgoing) => {
-    void answer(handler, replies, incoming, outgoing).catch((error: unknown) => {
+    void answer(handler, replies, incoming, outgoing, settings).catch((error: unknown) => {
       // Only a fetch handler of someone else's can throw (ours answers every error): a 500
       // while the status line is still ours to write, else the connection is cut.
       if (outgoing.headersSent) {
@@ -56,52 +107,42 @@ export function createNodeListener(handler: FetchHandler): RequestListener {
   };
 }
 
+interface ListenerSettings {
+  readonly maxHeadersCount: number;
+  /** Bytes of an unread body read and thrown away after an early answer, at most. */
+  readonly discardLimit: number;
+}
+
 async function answer(
   handler: FetchHandler,
   replies: ReplyHandler | undefined,
   incoming: IncomingMessage,
   outgoing: ServerResponse,
+  settings: ListenerSettings,
 ): Promise<void> {
-  let request: NodeRequest;
+  let request: NodeRequest | undefined;
+  let reply: Reply;
   try {
+    refuseMalformed(incoming, settings.maxHeadersCount);
     request = new NodeRequest(incoming, outgoing);
-  } catch {
-    outgoing.writeHead(400, {
-      'content-type': 'application/json; charset=utf-8',
-      connection: 'close',
-    });
-    outgoing.end(
-      JSON.stringify({
-        error: 'invalid_request',
-        message: 'The request line or a header is malformed.',
-      }),
-    );
-    return;
+    reply = replies !== undefined ? await replies(request) : await fetchReply(handler, request);
+  } catch (error) {
+    if (request !== undefined) throw error;
+    // Refused here, before any handler: nothing of ours failed, so there is nothing to report.
+    reply = errorReply(error instanceof HttpError ? error : malformedRequest(), () => undefined);
   }
-  let status: number;
-  let headers: Record<string, string | string[]>;
-  let body: string | ReadableStream<Uint8Array> | null;
-  if (replies !== undefined) {
-    ({ status, headers, body } = await replies(request));
-  } else {
-    const response = await handler(request.toRequest());
-    status = response.status;
-    headers = {};
-    response.headers.forEach((value, name) => {
-      headers[name] = value;
-    });
-    body = response.body;
+  const { status, body } = reply;
+  let { headers } = reply;
+  if (!(request?.bodyFinished() ?? bodyReceived(incoming))) {
+    headers = afterUnreadBody(incoming, outgoing, headers, settings.discardLimit);
   }
-  // A body the handler did not read to the end (a 413, an early refusal) is not drained: the
-  // connection closes after the answer instead of swallowing megabytes for keep-alive.
-  if (!request.bodyFinished()) headers = { ...headers, connection: 'close' };
   if (body === null || typeof body === 'string') {
     // A length, so that node sends no chunked encoding: one end() with the headers is then one
     // write, one packet. Without it the closing chunk went out as a second buffer and every
     // answer took a writev (a third of the server's time under autocannon, bench/).
     // A HEAD's answer has no body but the length its GET would have had, if known; a 204
     // carries no Content-Length at all (RFC 9110 8.6).
-    if (body !== null || (request.method !== 'HEAD' && status !== 204 && status !== 304)) {
+    if (body !== null || (incoming.method !== 'HEAD' && status !== 204 && status !== 304)) {
       const declared = headers['content-length'];
       const length =
         body !== null
@@ -117,6 +158,98 @@ async function answer(
   }
   outgoing.writeHead(status, headers);
   await pipeBody(body, outgoing);
+}
+
+/** The Reply of a fetch handler that is not ours, from its Response. */
+async function fetchReply(handler: FetchHandler, request: NodeRequest): Promise<Reply> {
+  const response = await handler(request.toRequest());
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  return { status: response.status, headers, body: response.body };
+}
+
+/**
+ * Refuses what no handler should see: more header fields than allowed (431: node keeps only
+ * its own maximum of them and drops the rest silently, so we refuse from one above ours), and
+ * an HTTP/1.1 request without Host, or any request with two (RFC 9112 3.2: 400). A Host that is
+ * no host is refused when its URL is built (NodeRequest).
+ */
+function refuseMalformed(incoming: IncomingMessage, maxHeadersCount: number): void {
+  const raw = incoming.rawHeaders;
+  if (raw.length / 2 > maxHeadersCount) {
+    throw new HttpError(
+      431,
+      'request_header_fields_too_large',
+      `The request has more than ${maxHeadersCount} header fields.`,
+      { field: 'headers', limit: maxHeadersCount },
+    );
+  }
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    if ((raw[i] as string).toLowerCase() === 'host') hosts++;
+  }
+  if (hosts > 1 || (hosts === 0 && incoming.httpVersion === '1.1')) {
+    throw new HttpError(
+      400,
+      'invalid_request',
+      hosts === 0 ? 'The request has no Host header.' : 'The request has more than one Host.',
+      { field: 'host' },
+    );
+  }
+}
+
+function malformedRequest(): HttpError {
+  return new HttpError(400, 'invalid_request', 'The request line or a header is malformed.', {
+    field: 'headers',
+  });
+}
+
+/** Whether the request's body, if it has one, has been received whole. */
+function bodyReceived(incoming: IncomingMessage): boolean {
+  return !hasBody(incoming) || incoming.complete;
+}
+
+/**
+ * The headers of an answer given before the request's body was read to its end (a refusal,
+ * a 413), and what becomes of the rest of that body. RFC 9110 10.1.1: such an answer says
+ * whether the connection closes or the rest is read and discarded. A client waiting for
+ * `100 Continue` sent no body: node closes the connection itself. A body declared larger than
+ * `discardLimit` closes it too. Any other is read and thrown away, up to `discardLimit` bytes
+ * and within the request timeout, while and after the answer goes out; the connection then
+ * serves its next request, or is cut when the body runs past either bound.
+ */
+function afterUnreadBody(
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+  headers: Record<string, string>,
+  discardLimit: number,
+): Record<string, string> {
+  if (awaitingContinue.has(outgoing)) return headers;
+  const declared = Number(incoming.headers['content-length'] ?? 0);
+  if (declared > discardLimit) return { ...headers, connection: 'close' };
+  discardRest(incoming, discardLimit);
+  return headers;
+}
+
+/**
+ * Reads what is left of a request's body and throws it away; past `limit` bytes, hangs up.
+ * Started before the answer is written: node would otherwise drain the body itself once the
+ * answer is out, unbounded, and out of our sight.
+ */
+function discardRest(incoming: IncomingMessage, limit: number): void {
+  if (incoming.complete || incoming.destroyed) return;
+  const { socket } = incoming;
+  discarding.add(socket);
+  let discarded = 0;
+  incoming.removeAllListeners('data');
+  incoming.on('data', (chunk: Buffer) => {
+    discarded += chunk.byteLength;
+    if (discarded > limit) socket.destroy();
+  });
+  incoming.once('end', () => discarding.delete(socket));
+  incoming.resume();
 }
 
 async function pipeBody(body: ReadableStream<Uint8Array>, outgoing: ServerResponse): Promise<void> {
@@ -184,13 +317,13 @@ class NodeRequest implements HandlerRequest {
   }
 
   get body(): ReadableStream<Uint8Array> | null {
-    if (this.#body === undefined) this.#body = bodyOf(this.incoming) ?? null;
+    if (this.#body === undefined) this.#body = bodyOf(this.incoming, this.outgoing) ?? null;
     return this.#body?.stream ?? null;
   }
 
   /** Whether the handler read the body to its end (or there was none). */
   bodyFinished(): boolean {
-    if (this.#body === undefined) return !hasBody(this.incoming) || this.incoming.complete;
+    if (this.#body === undefined) return bodyReceived(this.incoming);
     return this.#body === null || this.#body.finished();
   }
 
@@ -229,7 +362,8 @@ function absoluteUrl(target: string): string {
   if (url === undefined || !['http:', 'https:'].includes(url.protocol) || url.host === '') {
     throw new TypeError('request target in neither origin nor absolute form');
   }
-  return `http://${url.host}${url.pathname}${url.search}`;
+  // The path as written, not url.pathname, which resolved its dot segments (rawPathname).
+  return `http://${url.host}${rawPathname(target)}${url.search}`;
 }
 
 function headersOf(incoming: IncomingMessage): Headers {
@@ -251,31 +385,53 @@ function hasBody(incoming: IncomingMessage): boolean {
 
 /**
  * The request body as a web stream that reads from the socket only as fast as the handler
- * consumes it; cancelling it (the handler stopped at its size cap) stops delivering.
+ * consumes it; cancelling it (the handler stopped at a limit) stops delivering. A client
+ * waiting for `100 Continue` is told to send when the handler first reads. An upload that
+ * breaks off fails the stream with a refusal that says why: 408 if the request ran past its
+ * timeout, else 499, the client went away (neither is an error of ours).
  */
 function bodyOf(
   incoming: IncomingMessage,
+  outgoing: ServerResponse,
 ): { stream: ReadableStream<Uint8Array>; finished: () => boolean } | undefined {
   if (!hasBody(incoming)) return undefined;
   let ended = incoming.complete;
   incoming.once('end', () => {
     ended = true;
   });
+  /** Whether the stream still takes chunks: not once closed, failed or cancelled. */
+  let open = true;
   const stream = new ReadableStream<Uint8Array>(
     {
       start(controller) {
+        const fail = (): void => {
+          if (!open || ended) return;
+          open = false;
+          controller.error(
+            timedOut.has(incoming.socket) ? requestTimedOut() : clientClosedRequest(),
+          );
+        };
         incoming.on('data', (chunk: Buffer) => {
+          if (!open) return;
           controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
           if ((controller.desiredSize ?? 0) <= 0) incoming.pause();
         });
-        incoming.once('end', () => controller.close());
-        incoming.once('error', (error) => controller.error(error));
+        incoming.once('end', () => {
+          if (!open) return;
+          open = false;
+          controller.close();
+        });
+        incoming.once('error', fail);
+        incoming.once('close', fail);
+        if (incoming.destroyed) fail();
         incoming.pause();
       },
       pull() {
+        if (awaitingContinue.delete(outgoing)) outgoing.writeContinue();
         incoming.resume();
       },
       cancel() {
+        open = false;
         incoming.removeAllListeners('data');
         incoming.pause();
       },
@@ -285,6 +441,10 @@ function bodyOf(
   return { stream, finished: () => ended };
 }
 
+function requestTimedOut(): HttpError {
+  return new HttpError(408, 'request_timeout', 'The request was not received in time.');
+}
+
 export interface ServeOptions extends HandlerOptions {
   /**
    * The public base URL of the API, kept with each batch job for its `download_url` (see
@@ -292,6 +452,24 @@ export interface ServeOptions extends HandlerOptions {
    * listens on, port included (listeningBaseUrl: a wildcard host stands for its loopback).
    */
   readonly baseUrl?: string;
+  /**
+   * Most header fields a request may carry; more is a 431 with the envelope. Default 100.
+   */
+  readonly maxHeadersCount?: number;
+  /** Largest request line and headers together, in bytes; more is a 431. Default 16 KiB. */
+  readonly maxHeaderBytes?: number;
+  /**
+   * How long a client has, from a request's first byte, to send its request line and headers;
+   * then 408 and the connection is closed. Default 20 s.
+   */
+  readonly headersTimeoutMs?: number;
+  /**
+   * How long a client has to send a whole request, body included; then 408 (or, once it was
+   * answered, the connection is closed). Default 300 s.
+   */
+  readonly requestTimeoutMs?: number;
+  /** How long an idle keep-alive connection waits for its next request. Default 5 s. */
+  readonly keepAliveTimeoutMs?: number;
   /** Port to listen on; 0 (the default) picks a free one. */
   readonly port?: number;
   /** Address to listen on. Default: 127.0.0.1 (loopback: exposing it is a choice). */
@@ -312,6 +490,28 @@ export interface ServeOptions extends HandlerOptions {
    * the observer at construction). Default false. Ignored when `operations` is given.
    */
   readonly metrics?: boolean | MetricsEndpoint;
+}
+
+/** The raw HTTP answer, with the envelope, to a request node refused while parsing it. */
+function refusalOf(code: string | undefined): string {
+  const refusal =
+    code === 'HPE_HEADER_OVERFLOW'
+      ? new HttpError(
+          431,
+          'request_header_fields_too_large',
+          'The request line and headers are too large.',
+          { field: 'headers' },
+        )
+      : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? requestTimedOut()
+        : malformedRequest();
+  const { status, body } = errorReply(refusal, () => undefined);
+  const text = body as string;
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+    `content-type: application/json; charset=utf-8\r\n` +
+    `content-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`
+  );
 }
 
 /** A running server: where it listens, and how to stop it gracefully. */
@@ -350,16 +550,27 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
   // A bad base URL throws now, before anything listens (createHandler checks them the same way).
   if (options.baseUrl !== undefined) baseUrlOf(options.baseUrl);
   if (options.defaultBaseUrl !== undefined) baseUrlOf(options.defaultBaseUrl);
+  const headersTimeout = options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS;
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  if (!(headersTimeout > 0 && requestTimeout >= headersTimeout)) {
+    throw new RangeError(
+      `headersTimeoutMs must be above 0 and requestTimeoutMs at least as long, got ${headersTimeout} and ${requestTimeout}`,
+    );
+  }
+  const maxHeadersCount = options.maxHeadersCount ?? MAX_HEADERS_COUNT;
   if (owned) await service.start();
   // Made once the port is known: download_url is built on the listening address by default.
   const made: { listener?: ReturnType<typeof createNodeListener> } = {};
   const active = new Set<ServerResponse>();
   const sockets = new Set<Socket>();
+  /** The answer each connection is writing: a client error after its head is out just cuts it. */
+  const answering = new WeakMap<Socket, ServerResponse>();
   let closing: Promise<void> | undefined;
   let drained: (() => void) | undefined;
 
-  const server = createServer((incoming, outgoing) => {
+  const onRequest: RequestListener = (incoming, outgoing) => {
     active.add(outgoing);
+    answering.set(incoming.socket, outgoing);
     if (closing !== undefined) outgoing.setHeader('connection', 'close');
     outgoing.once('close', () => {
       active.delete(outgoing);
@@ -371,30 +582,48 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
     // Set before the first connection can be accepted: right after listening, in the same
     // tick as the 'listening' event (connections are read in a later phase of the loop).
     (made.listener as NonNullable<typeof made.listener>)(incoming, outgoing);
+  };
+  const server = createServer(
+    {
+      maxHeaderSize: options.maxHeaderBytes ?? MAX_HEADER_BYTES,
+      headersTimeout,
+      requestTimeout,
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS,
+      // How often node looks for requests past those timeouts: their precision.
+      connectionsCheckingInterval: Math.max(10, Math.min(1_000, headersTimeout / 4)),
+      // Node would answer a missing Host with an empty 400: the listener answers the envelope.
+      requireHostHeader: false,
+    },
+    onRequest,
+  );
+  // One above ours: node drops the headers past its maximum silently, so seeing one more than
+  // we allow is how the listener knows to refuse (431).
+  server.maxHeadersCount = maxHeadersCount + 1;
+  // A client that expects 100 Continue is answered by the handler first: a refusal (no key,
+  // over a limit) reaches it before it sends a byte of its body. The body stream sends the
+  // 100 when the handler starts reading (bodyOf).
+  server.on('checkContinue', (incoming: IncomingMessage, outgoing: ServerResponse) => {
+    awaitingContinue.add(outgoing);
+    onRequest(incoming, outgoing);
   });
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  // Node answers malformed requests (a request line or headers over 16 KB) itself, without a
-  // body: answer the envelope instead.
+  // Node answers what fails before a request reaches us (malformed HTTP, headers too large,
+  // too slow) with a bare status: answer the envelope instead (refusalOf).
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
-    if (error.code === 'ECONNRESET' || !socket.writable) {
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') timedOut.add(socket);
+    const answered = answering.get(socket)?.headersSent === true || discarding.has(socket);
+    if (error.code === 'ECONNRESET' || !socket.writable || answered) {
       socket.destroy();
       return;
     }
-    const body = JSON.stringify({
-      error: 'invalid_request',
-      message:
-        error.code === 'HPE_HEADER_OVERFLOW'
-          ? 'The request line and headers are too large.'
-          : 'The request is not valid HTTP.',
-      field: 'headers',
-    });
-    socket.end(
-      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\n` +
-        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    socket.end(refusalOf(error.code));
+    // The client gets a moment to read the answer; a connection still open then is cut.
+    const linger = setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS);
+    linger.unref();
+    socket.once('close', () => clearTimeout(linger));
   });
 
   const hostname = options.hostname ?? '127.0.0.1';
@@ -415,6 +644,10 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
   const defaultBaseUrl = options.defaultBaseUrl ?? listeningBaseUrl(hostname, port);
   made.listener = createNodeListener(
     createHandler(service, { ...options, operations, defaultBaseUrl }),
+    {
+      maxHeadersCount,
+      ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    },
   );
 
   return {

@@ -40,7 +40,7 @@ import {
 } from '../service/request-fields.js';
 import { CONTROL_CHARACTERS, MAX_EMAIL_INPUT_LENGTH } from '../service/validate.js';
 import { MAX_QUERY_LENGTH } from './query.js';
-import { MAX_BODY_BYTES } from './request-body.js';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_ELEMENTS } from './request-body.js';
 import {
   REQUEST_BODIES,
   ROUTES,
@@ -72,8 +72,18 @@ const jsonBody = (schema: unknown, description: string, headers: unknown = RATE_
   content: { 'application/json': { schema } },
 });
 
+/**
+ * What any request may be answered by the server before a route reads it (mailverdict/node):
+ * a request too slow to arrive, or a header section too large.
+ */
+const CONNECTION_ERRORS = {
+  '408': response('RequestTimeout'),
+  '431': response('HeaderFieldsTooLarge'),
+} as const;
+
 /** The refusals every authenticated route may answer. */
 const AUTHENTICATED_ERRORS = {
+  ...CONNECTION_ERRORS,
   '400': response('BadRequest'),
   '401': response('Unauthorized'),
   '403': response('Forbidden'),
@@ -256,6 +266,7 @@ const OPERATIONS: Readonly<Record<OperationId, OperationDoc>> = {
         content: { 'application/json': { schema: { type: 'object' } } },
       },
       '405': response('MethodNotAllowed'),
+      ...CONNECTION_ERRORS,
     },
   },
 };
@@ -463,8 +474,10 @@ export const OPENAPI_DOCUMENT = {
       '`{error, message, ...context}`; every answer to an identified key carries ' +
       'X-RateLimit-Limit (per minute), X-RateLimit-Remaining and X-RateLimit-Reset (Unix ' +
       `seconds). A query string is at most ${MAX_QUERY_LENGTH} characters and takes only ` +
-      'the parameters listed, each once; a JSON body is at most ' +
-      `${MAX_BODY_BYTES} bytes by default and takes only the fields listed.`,
+      'the parameters listed, each once. A JSON body is read only once its key is admitted ' +
+      `(a refusal comes first); by default it is at most ${MAX_BODY_BYTES} bytes, nests at ` +
+      `most ${MAX_JSON_DEPTH} levels, holds at most ${MAX_JSON_ELEMENTS} elements, and takes ` +
+      'only the fields listed.',
     license: { name: 'MIT', identifier: 'MIT' },
   },
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
@@ -557,6 +570,16 @@ export const OPENAPI_DOCUMENT = {
         'batch_not_completed, with the progress.',
       ),
       PayloadTooLarge: jsonBody(ref('Error'), 'payload_too_large.'),
+      RequestTimeout: jsonBody(
+        ref('Error'),
+        'request_timeout: the request line and headers, or the whole request, did not arrive in time.',
+        {},
+      ),
+      HeaderFieldsTooLarge: jsonBody(
+        ref('Error'),
+        'request_header_fields_too_large: more header fields than the server takes, or a request line and headers too large.',
+        {},
+      ),
       UnsupportedMediaType: jsonBody(
         ref('Error'),
         'unsupported_media_type: the body must be JSON.',

@@ -1,23 +1,37 @@
-import type { HandlerRequest } from './exchange.js';
+import { JsonShape, repeatedMember } from './json-shape.js';
 import { shown } from './query.js';
-import { badRequest, HttpError } from './responses.js';
+import { badRequest, clientClosedRequest, HttpError } from './responses.js';
 
 /**
  * Largest JSON body a POST may send. A batch of 50,000 addresses of the longest legal length
  * (254 octets, RFC 5321 4.5.3.1.3 with errata) and their JSON punctuation fits in 13 MB.
  */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** Deepest a JSON body may nest: ours nest two levels (`{"emails":[...]}`). */
+export const MAX_JSON_DEPTH = 16;
+/**
+ * Most elements a JSON body may hold (each array element and object member, about): twice a
+ * batch of 50,000 addresses, so that 50,001 is told it is over the batch limit, not this one.
+ */
+export const MAX_JSON_ELEMENTS = 100_000;
+
+/** How much of a JSON body is read before it is refused. */
+export interface BodyLimits {
+  /** Bytes; more is a 413. */
+  readonly maxBytes: number;
+  /** Nesting depth of arrays and objects; deeper is a 400. */
+  readonly maxDepth: number;
+  /** Array elements and object members; more is a 400. */
+  readonly maxElements: number;
+}
 
 /**
- * The JSON object a POST sends, read through its stream and refused with 413 as soon as it
- * passes `limit` bytes, so that a 20 MB body is never held: the declared Content-Length is
- * refused before a byte is read, and a chunked body is counted as it arrives.
+ * What the headers of a POST tell before a byte of its body is read, so that it is refused
+ * before its key is looked up: a type other than JSON, a content coding, or a declared
+ * Content-Length over the limit.
  */
-export async function readJsonObject(
-  request: HandlerRequest,
-  limit: number,
-): Promise<Record<string, unknown>> {
-  const type = request.headers.get('content-type');
+export function checkJsonHeaders(headers: Headers, maxBytes: number): void {
+  const type = headers.get('content-type');
   if (type === null || !isJsonType(type)) {
     throw new HttpError(
       415,
@@ -26,7 +40,7 @@ export async function readJsonObject(
       { field: 'content-type' },
     );
   }
-  const coding = request.headers.get('content-encoding');
+  const coding = headers.get('content-encoding');
   if (coding !== null && coding.trim().toLowerCase() !== 'identity') {
     // RFC 9110 15.5.16: a content coding we do not decode is a 415, not a body that "is not JSON".
     throw new HttpError(
@@ -36,9 +50,23 @@ export async function readJsonObject(
       { field: 'content-encoding' },
     );
   }
-  const declared = request.headers.get('content-length');
-  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
-  const text = await readText(request, limit);
+  const declared = headers.get('content-length');
+  if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+}
+
+/**
+ * The JSON object a POST sends, read through its stream and refused as soon as it passes a
+ * limit: past `maxBytes` a 413, nested deeper than `maxDepth` or holding more than
+ * `maxElements` a 400, each found on the bytes as they arrive (JsonShape), so that neither a
+ * 20 MB body nor 16 MB of `[[[[` is ever held or parsed. Its headers were checked first
+ * (checkJsonHeaders).
+ */
+export async function readJsonObject(
+  request: Pick<Request, 'body'>,
+  limits: BodyLimits,
+): Promise<Record<string, unknown>> {
+  const shape = new JsonShape(limits.maxDepth, limits.maxElements);
+  const text = await readText(request, limits, shape);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -48,87 +76,19 @@ export async function readJsonObject(
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw badRequest('body', 'The body must be a JSON object.');
   }
-  const repeated = repeatedMember(text, value);
-  if (repeated !== undefined) {
-    // JSON.parse keeps the last of two `emails`; a proxy or a log may read the first. As with a
-    // repeated query parameter, neither is picked silently.
-    throw badRequest(
-      shown(repeated),
-      `The field ${JSON.stringify(shown(repeated))} is given more than once.`,
-    );
-  }
-  return value as Record<string, unknown>;
-}
-
-/**
- * The first member name the top-level object of `text` (valid JSON, parsed as `value`) repeats,
- * or undefined. Only the top level: every field we take is a string or an array of strings, so
- * a nested object is refused for its type anyway. A first walk only counts the names (JSON.parse
- * keeps one member per name, so a repeat shows as a count above `value`'s); names are read only
- * when there is one to find. Strings are skipped with indexOf, so a 13 MB batch costs a step
- * per string and per character between strings (about two per address), not one per character.
- */
-function repeatedMember(text: string, value: object): string | undefined {
-  if (walkMembers(text, () => false) === Object.keys(value).length) return undefined;
-  const names = new Set<string>();
-  let repeated: string | undefined;
-  walkMembers(text, (start, end) => {
-    const raw = text.slice(start + 1, end);
-    const name = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
-    if (names.has(name)) repeated = name;
-    names.add(name);
-    return repeated !== undefined;
-  });
-  return repeated;
-}
-
-/**
- * Calls `member` with the quotes around each top-level member name of `text` until it returns
- * true; returns how many names it passed.
- */
-function walkMembers(text: string, member: (start: number, end: number) => boolean): number {
-  let count = 0;
-  let depth = 0;
-  let expectName = false;
-  for (let i = 0; i < text.length; i++) {
-    const char = text.charCodeAt(i);
-    if (char === QUOTE) {
-      const end = stringEnd(text, i);
-      if (depth === 1 && expectName) {
-        count++;
-        if (member(i, end)) return count;
-        expectName = false;
-      }
-      i = end;
-    } else if (char === OPEN_BRACE || char === OPEN_BRACKET) {
-      depth++;
-      expectName = depth === 1;
-    } else if (char === CLOSE_BRACE || char === CLOSE_BRACKET) {
-      depth--;
-    } else if (char === COMMA && depth === 1) {
-      expectName = true;
+  // JSON.parse keeps the last of two `emails`; a proxy or a log may read the first. As with a
+  // repeated query parameter, neither is picked silently. JSON.parse keeps one member per
+  // name, so a repeat shows as more names read than members kept.
+  if (shape.topLevelMembers !== Object.keys(value).length) {
+    const repeated = repeatedMember(text);
+    if (repeated !== undefined) {
+      throw badRequest(
+        shown(repeated),
+        `The field ${JSON.stringify(shown(repeated))} is given more than once.`,
+      );
     }
   }
-  return count;
-}
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-
-/** The index of the quote that closes the string opening at `start` (an odd run of \ escapes). */
-function stringEnd(text: string, start: number): number {
-  let end = text.indexOf('"', start + 1);
-  for (;;) {
-    let backslashes = 0;
-    while (text.charCodeAt(end - 1 - backslashes) === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) return end;
-    end = text.indexOf('"', end + 1);
-  }
+  return value as Record<string, unknown>;
 }
 
 /** `application/json` or a `+json` type, with any parameters; only UTF-8 if a charset is named. */
@@ -144,19 +104,32 @@ function isJsonType(header: string): boolean {
   });
 }
 
-async function readText(request: HandlerRequest, limit: number): Promise<string> {
+async function readText(
+  request: Pick<Request, 'body'>,
+  limits: BodyLimits,
+  shape: JsonShape,
+): Promise<string> {
   if (request.body === null) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
+    let read: Awaited<ReturnType<typeof reader.read>>;
+    try {
+      read = await reader.read();
+    } catch (error) {
+      // The host's refusal (a timeout it answers), else the upload broke off: the client
+      // went away, which is no error of ours.
+      throw error instanceof HttpError ? error : clientClosedRequest();
+    }
+    if (read.done) break;
+    const { value } = read;
     size += value.byteLength;
-    if (size > limit) {
+    const passed = size > limits.maxBytes ? 'bytes' : shape.scan(value);
+    if (passed !== undefined) {
       // Stop reading: the host discards (or closes) the rest, we never hold it.
       await reader.cancel().catch(() => undefined);
-      throw tooLarge(limit);
+      throw overLimit(passed, limits);
     }
     chunks.push(value);
   }
@@ -170,6 +143,17 @@ async function readText(request: HandlerRequest, limit: number): Promise<string>
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
     throw badRequest('body', 'The body is not valid UTF-8.');
+  }
+}
+
+function overLimit(limit: 'bytes' | 'depth' | 'elements', limits: BodyLimits): HttpError {
+  switch (limit) {
+    case 'bytes':
+      return tooLarge(limits.maxBytes);
+    case 'depth':
+      return badRequest('body', `The body nests JSON deeper than ${limits.maxDepth} levels.`);
+    case 'elements':
+      return badRequest('body', `The body holds more than ${limits.maxElements} JSON elements.`);
   }
 }
 

@@ -25,6 +25,22 @@ export function badRequest(field: string, message: string): HttpError {
   return new HttpError(400, 'invalid_request', message, { field });
 }
 
+/**
+ * The client went away before it was answered: it aborted its upload, or closed the
+ * connection while we worked. No error of ours, so never reported as one; its status is
+ * nginx's 499 "client closed request", which only metrics see (nobody is left to read it).
+ */
+export function clientClosedRequest(): HttpError {
+  return new HttpError(
+    CLIENT_CLOSED_REQUEST,
+    'client_closed_request',
+    'The client closed the connection before the answer.',
+  );
+}
+
+/** nginx's status for a request whose client left first: never sent, only counted. */
+export const CLIENT_CLOSED_REQUEST = 499;
+
 /** Headers every answer carries: JSON, never cached, never sniffed. */
 const JSON_HEADERS = {
   'content-type': 'application/json; charset=utf-8',

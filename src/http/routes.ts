@@ -146,3 +146,21 @@ export function matchRoute(pathname: string): MatchedRoute | undefined {
   }
   return undefined;
 }
+
+/**
+ * The path of an absolute URL as it was written: no dot segment resolved, nothing decoded.
+ * WHATWG URL parsing resolves `..` and `%2e%2e` (and reads `\` as `/`), so that
+ * `/v1/verify/%2e%2e/account` would become `/v1/account`, and a proxy that allows or blocks by
+ * path would see another route than ours. Matched as written, such a path names no route.
+ */
+export function rawPathname(url: string): string {
+  let start = url.indexOf('//') + 2;
+  while (start < url.length && !PATH_START.has(url[start] as string)) start++;
+  if (url[start] !== '/') return '/';
+  let end = start;
+  while (end < url.length && url[end] !== '?' && url[end] !== '#') end++;
+  return url.slice(start, end);
+}
+
+/** What ends the authority of a URL: the path, the query or the fragment. */
+const PATH_START = new Set(['/', '?', '#']);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HandlerOptions } from '../../src/http/handler.js';
 import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
+import { ROUTES, type RouteSpec } from '../../src/http/routes.js';
 import { toCompact, toShapeB } from '../../src/format/shapes.js';
 import type { Service } from '../../src/service/service.js';
 import {
@@ -715,6 +716,107 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
         const reply = await small.call('/v1/filters', { method: 'POST', headers: json(), body });
         expect(reply.status).toBe(413);
         expect(sent).toBeLessThan(16_384);
+      });
+
+      it.each(['/v1/filters', '/v1/verify'])(
+        'reads no byte of a body to %s before its key is admitted',
+        async (path) => {
+          const { accountId: owner } = await api.account();
+          const publicKey = await api.publicKey(owner, ['shop.example']);
+          const { secret: free } = await api.account({ plan: 'free' });
+          // The free plan's 10 a minute, spent: the next request is over its limit.
+          for (let i = 0; i < 10; i++) await client.call('/v1/account', { headers: bearer(free) });
+          const { secret: elsewhere } = await api.service.admin.createKey(owner, {
+            allowedIps: ['203.0.113.0/24'],
+          });
+          // Each refusal, and whether the key is known (its answer then carries its figures).
+          const refusals = [
+            [{}, 401, false],
+            [bearer(`mv_sk_${'0'.repeat(32)}`), 401, false],
+            [bearer(publicKey, { origin: 'https://shop.example' }), 403, true],
+            [bearer(elsewhere), 403, true],
+            [bearer(free), 429, true],
+          ] as const;
+          for (const [headers, status, known] of refusals) {
+            let pulled = 0;
+            // 16 MB of nested arrays if anyone reads it (and nothing queued before that).
+            const body = new ReadableStream<Uint8Array>(
+              {
+                pull(controller) {
+                  pulled++;
+                  if (pulled > 256) controller.close();
+                  else controller.enqueue(new TextEncoder().encode('['.repeat(65_536)));
+                },
+              },
+              { highWaterMark: 0 },
+            );
+            const reply = await client.call(path, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', ...headers },
+              body,
+            });
+            expect(reply.status).toBe(status);
+            expect(reply.headers.get('x-ratelimit-limit') !== null).toBe(known);
+            // Over HTTP the client sends what it likes; the handler itself never pulled.
+            if (client.name === 'handler') expect(pulled).toBe(0);
+          }
+        },
+      );
+
+      it.each([
+        ['nested deeper than 16 levels', `{"emails":${'['.repeat(100_000)}`, 'deeper than 16'],
+        ['with 100,001 elements', `{"emails":[${'1,'.repeat(100_000)}1]}`, 'more than 100000'],
+      ])('refuses a body %s with 400, changing nothing', async (_name, body, message) => {
+        const before = await snapshot();
+        for (const path of ['/v1/filters', '/v1/verify']) {
+          const reply = await client.call(path, { method: 'POST', headers: json(), body });
+          expect(reply.status).toBe(400);
+          expect(reply.body).toMatchObject({ error: 'invalid_request', field: 'body' });
+          expect(reply.body.message).toContain(message);
+        }
+        expect(await snapshot()).toEqual(before);
+      });
+
+      it('takes its JSON limits from the options', async () => {
+        const strict = await open({ maxJsonDepth: 1, maxJsonElements: 3 });
+        const batch = (emails: unknown) =>
+          strict.call('/v1/filters', {
+            method: 'POST',
+            headers: json(),
+            body: JSON.stringify({ value: emails, filter_type: 'domain', action: 'block' }),
+          });
+        expect((await batch('a.example')).status).toBe(201);
+        expect((await batch(['a.example'])).body.message).toContain('deeper than 1 levels');
+        const many = await strict.call('/v1/filters', {
+          method: 'POST',
+          headers: json(),
+          body: '{"value":"b.example","filter_type":"domain","action":"block","reason":"x"}',
+        });
+        expect(many.body.message).toContain('more than 3 JSON elements');
+      });
+
+      it('refuses bytes that are not UTF-8 in any parameter of any operation, naming it, charging nothing', async () => {
+        const before = await snapshot();
+        let asked = 0;
+        for (const route of Object.values(ROUTES) as RouteSpec[]) {
+          for (const [method, operation] of Object.entries(route.operations)) {
+            for (const parameter of operation.query ?? []) {
+              // A lone surrogate, and a cut sequence: what URLSearchParams turns into U+FFFD.
+              for (const bytes of ['%ED%A0%80', 'a%C3']) {
+                const path = `${route.path.replace('{id}', 'batch_x')}?${parameter}=${bytes}`;
+                const reply = await client.call(path, { method, headers: bearer(secret) });
+                expect(reply.status, path).toBe(400);
+                expect(reply.body, path).toMatchObject({
+                  error: 'invalid_request',
+                  field: parameter,
+                });
+                asked++;
+              }
+            }
+          }
+        }
+        expect(asked).toBeGreaterThan(20);
+        expect(await snapshot()).toEqual(before);
       });
 
       it.each([
