@@ -1,7 +1,7 @@
 /**
- * mailverdict/bullmq: batch jobs across worker processes (issue 15, DESIGN 6). A job becomes a
- * BullMQ flow of chunks grouped by domain; `mailverdict worker` processes verify them against
- * a shared store (mailverdict/redis). Also the per-MX-host limit that every worker shares.
+ * mailverdict/bullmq: batch jobs across worker processes (docs/architecture.md, "Batch path"). A
+ * job becomes a BullMQ flow of chunks grouped by domain; `mailverdict worker` processes verify them
+ * against a shared store (mailverdict/redis). Also the per-MX-host limit that every worker shares.
  * Install `bullmq` (major 5) and `ioredis` (major 5) beside mailverdict to use it.
  */
 export { bullmqBatchRunner } from './adapters/bullmq/runner.js';

@@ -1,8 +1,8 @@
 /**
- * mailverdict/service: the verification API without HTTP (DESIGN 5): keys, plans and rate
- * limits, the credits ledger, filters, batch jobs and webhooks, and the memory store. Its own
- * entry, so that engine-only users never load it (DESIGN 8); `mailverdict/sqlite` has the
- * durable store, `mailverdict/http` and `mailverdict/node` serve it.
+ * mailverdict/service: the verification API without HTTP: keys, plans and rate limits, the credits
+ * ledger, filters, batch jobs and webhooks, and the memory store. Its own entry, so that
+ * engine-only users never load it (docs/architecture.md, "Entry points"); `mailverdict/sqlite` has
+ * the durable store, `mailverdict/http` and `mailverdict/node` serve it.
  */
 export { createService } from './compose/service.js';
 export { FILTERS_PER_PAGE, MAX_FILTERS_PER_PAGE } from './service/service.js';

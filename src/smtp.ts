@@ -1,9 +1,9 @@
 /**
- * mailverdict/smtp: the SMTP probe client on its own entry, so that engines that never probe
- * never load it (DESIGN 8): the node:net/node:tls prober, its limits and SOCKS5 egress, and
- * the pure parts it is made of (reply reader, classification table, session state machine,
- * command encoder).
- * `createEngine` loads the prober by itself on the first smtp verification.
+ * mailverdict/smtp: the SMTP probe client on its own entry, so that engines that never probe never
+ * load it (docs/architecture.md, "Entry points"): the node:net/node:tls prober, its limits and
+ * SOCKS5 egress, and the pure parts it is made of (reply reader, classification table, session
+ * state machine, command encoder). `createEngine` loads the prober by itself on the first smtp
+ * verification.
  */
 export {
   createNodeSmtp,

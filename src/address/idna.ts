@@ -1,6 +1,6 @@
 /**
- * IDNA 2008 for the domain, one rule set for every label (DESIGN 2.1): a U-label as written and
- * the A-label that encodes it (`xn--...`, decoded and checked again) get the same verdict.
+ * IDNA 2008 for the domain, one rule set for every label (RFC 5891 5.3, 5.4): a U-label as written
+ * and the A-label that encodes it (`xn--...`, decoded and checked again) get the same verdict.
  *
  * - UTS-46 mapping (nontransitional, STD3 rules; tr46's table compiled at build time), after
  *   refusing unsafe characters as written (a soft hyphen would vanish in the mapping).

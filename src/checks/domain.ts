@@ -10,7 +10,7 @@ let icann: ReadonlySet<string> | undefined;
  * Answers from the ICANN section of the public suffix list, its top-level labels compiled
  * from tldts's copy at build time (scripts/compile-tlds.mjs; a test holds them against
  * tldts). A Set read, with no tldts at run time: loading its CommonJS bundle cost 52-92 ms
- * of start-up (DESIGN 8), for about 1,600 names.
+ * of start-up (bench/: the cold-start row), for about 1,600 names.
  */
 export function icannTldLookup(): TldLookup {
   return (tld) => (icann ??= new Set(ICANN_TLDS.split(' '))).has(tld);

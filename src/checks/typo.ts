@@ -135,7 +135,7 @@ interface Target {
 /**
  * Flags a domain that looks like a slip of a well-known mail domain (`gmial.com`,
  * `gmail.con`) and records the address it was probably meant to be: the `possible_typo`
- * factor lowers the score and decides no state by itself (DESIGN 2.2).
+ * factor lowers the score and decides no state by itself (engine/score.ts).
  */
 export function typo(suggest: (domain: string) => string | null = defaultSuggester()): Checker {
   const possibleTypo = risky('typo', 'possible_typo', 'possible_typo');

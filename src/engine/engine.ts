@@ -112,7 +112,7 @@ export interface Engine {
    */
   readonly canProbe: boolean;
   /**
-   * Whether the resolver tells the truth, by the default resolver's canary (DESIGN 4):
+   * Whether the resolver tells the truth, by the default resolver's canary (dns/canary-dns.ts):
    * `lying` while NXDOMAIN and implicit-MX answers are not taken as evidence. `unchecked`
    * for an injected Dns without a canary, and until an answer needed checking.
    */

@@ -55,10 +55,11 @@ export function defaultCheckers(
 }
 
 /**
- * The method table of DESIGN 2.3. The offline checks of each method run before its DNS
- * lookup, so a failed TLD costs no query; standard's list checks add no I/O. The typo check
- * runs first: `gmail.con` fails the domain check and `gmial.com` may have no MX, and those
- * are the addresses that most need a suggestion. Quick stays the DESIGN's five checks.
+ * The method table: quick (1 credit), standard (2), smtp (10). The offline checks of each method
+ * run before its DNS lookup, so a failed TLD costs no query; standard's list checks add no I/O.
+ * The typo check runs first: `gmail.con` fails the domain check and `gmial.com` may have no MX,
+ * and those are the addresses that most need a suggestion. Quick keeps its five checks (syntax
+ * and IDN, domain, disposable, mx).
  */
 export function buildMethods(checkers: CheckerSet): Readonly<Record<MethodName, Method>> {
   const quick = [checkers.domain, checkers.disposable, checkers.mx];

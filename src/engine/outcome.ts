@@ -55,7 +55,7 @@ export function outcomeOf(findings: readonly Finding[]): Outcome {
         break;
       case 'mx':
         // A domain literal is its own mail host: the check passes without a lookup, which is
-        // no DNS evidence (DESIGN 2.3: offline scores stay below DNS-verified ones).
+        // no DNS evidence (offline scores stay below DNS-verified ones: DELIVERABLE_CEILING).
         if (
           finding.status === 'pass' &&
           finding.code !== 'domain_literal' &&

@@ -11,7 +11,7 @@ export interface TestAddressVerdict {
 }
 
 /**
- * DESIGN 2.5: three addresses with fixed verdicts for every method, so integrations can be
+ * Three addresses with fixed verdicts for every method, so integrations can be
  * tested end to end without network and without credits.
  */
 export const TEST_ADDRESSES: Readonly<Record<string, TestAddressVerdict>> = {

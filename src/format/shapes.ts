@@ -12,7 +12,7 @@ export interface CompactResult {
   reason: Reason;
 }
 
-/** Shape A, detailed (DESIGN 2.4): snake_case, as on the wire. */
+/** Shape A, detailed (README, "Result shapes"): snake_case, as on the wire. */
 export interface DetailedResult extends CompactResult {
   domain: string | null;
   user: string | null;

@@ -92,7 +92,7 @@ export interface JobResultRow {
 
 export type WebhookStatus = 'pending' | 'delivered' | 'failed';
 
-/** One webhook in the durable outbox (DESIGN 5.5). */
+/** One webhook in the durable outbox (docs/architecture.md, "Batch path"). */
 export interface WebhookMessage {
   /** The `webhook-id`: the same on every attempt, so a receiver can drop repeats. */
   readonly id: string;
@@ -129,7 +129,7 @@ export type JobWriteOutcome =
   | { readonly ok: false; readonly code: 'job_finished' };
 
 /**
- * The batch side of the Store port (DESIGN 5.5, 6): jobs, their results in input order, and
+ * The batch side of the Store port: jobs, their results in input order, and
  * the webhook outbox. Every write that moves credits files its ledger requests in the same
  * transaction as the job's rows, so a crash leaves either both or neither.
  */
@@ -183,7 +183,7 @@ export interface BatchStore {
   ): Promise<JobWriteOutcome>;
   /**
    * Moves a live hold's expiry to `expiresAt` (never earlier than it was): a long job's
-   * runner renews its hold while it works (DESIGN 5.3). False when nothing is held any more.
+   * runner renews its hold while it works. False when nothing is held any more.
    */
   renewHold(accountId: string, reservation: string, expiresAt: number): Promise<boolean>;
   /**

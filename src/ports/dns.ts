@@ -25,7 +25,10 @@ export type MxAnswer =
   /** The Dns port is offline by design and opened no socket. */
   | { readonly kind: 'offline' };
 
-/** `unreliable`: the resolver failed its canary check (DESIGN 4), so its answer is no evidence. */
+/**
+ * `unreliable`: the resolver failed its canary check (dns/canary-dns.ts), so its answer is no
+ * evidence.
+ */
 export type DnsFailureCode = 'timeout' | 'servfail' | 'refused' | 'error' | 'unreliable';
 
 /**

@@ -14,7 +14,7 @@ import type {
 
 /** A private key (`mv_sk_`) or a public one (`mv_pk_`, single verify from trusted pages). */
 export type KeyKind = 'private' | 'public';
-/** The plans of DESIGN 5.2; their limits live in service/plans.ts. */
+/** The plans an account can be on; their limits live in service/plans.ts. */
 export type PlanName = 'free' | 'starter' | 'professional' | 'enterprise';
 
 export type * from './batch-store.js';
@@ -58,7 +58,7 @@ export type KeyChanges = Partial<
   /**
    * The key expires by then at the latest: `expiresAt` becomes the earlier of the stored one
    * and this, decided in the store's own read-modify-write, so that two rotations at once
-   * can only shorten a grace period, never extend it (DESIGN 5.1).
+   * can only shorten a grace period, never extend it.
    */
   readonly expiresAtMost?: number;
 };
@@ -169,7 +169,7 @@ export interface Store extends BatchStore {
   /**
    * The prefix lengths the account's ip_address filters use, per family, ascending (a single
    * address counts as a /32 or /128): matching looks up the ranges of just these lengths that
-   * contain an address (DESIGN 5.4: an index, not a scan). Both empty without IP filters.
+   * contain an address (an index, not a scan of every filter). Both empty without IP filters.
    * Kept with the filters in the same write, so it is never stale.
    */
   ipFilterPrefixes(accountId: string): Promise<IpFilterPrefixes>;

@@ -1,9 +1,9 @@
-/** One webhook POST, signed already (DESIGN 5.5). */
+/** One webhook POST, signed already (Standard Webhooks: webhook-id, -timestamp, -signature). */
 export interface WebhookRequest {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
-  /** A 2xx within this long is delivered; anything slower is a timeout (DESIGN 5.5: 15 s). */
+  /** A 2xx within this long is delivered; anything slower is a timeout (15 s by default). */
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
   /**

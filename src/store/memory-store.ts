@@ -361,7 +361,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       closed = true;
     },
   };
-  // Expired holds are released on an interval that never keeps the process alive (DESIGN 5.3).
+  // Expired holds are released on an interval that never keeps the process alive: a crash
+  // or a lost runner never keeps credits locked.
   const sweeper = setInterval(() => {
     if (!closed) void store.sweep(Date.now());
   }, options.holdSweepMs ?? HOLD_SWEEP_MS);

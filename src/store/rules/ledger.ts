@@ -57,17 +57,17 @@ export const EMPTY_BALANCE: CreditBalance = Object.freeze({
 });
 
 /**
- * Largest single amount: the bound of DESIGN 5.3 itself, Number.MAX_SAFE_INTEGER. Balances are
+ * Largest single amount: Number.MAX_SAFE_INTEGER, past which sums lose exactness. Balances are
  * bounded by it too (a grant that would take the total past it is refused), so every sum the
  * ledger forms (available + amount, reserved + amount, used + amount) stays exact.
  */
 export const MAX_LEDGER_AMOUNT = Number.MAX_SAFE_INTEGER;
 /** A reserve without `expiresAt` holds for this long. */
 export const HOLD_TTL_MS = 3_600_000;
-/** An idempotency key binds its request and answer for 24 hours (DESIGN 5.3). */
+/** An idempotency key binds its request and answer for 24 hours, as Stripe's do. */
 export const IDEMPOTENCY_TTL_MS = 86_400_000;
 /**
- * The service's own references start with this; callers' references may not (DESIGN 5.3),
+ * The service's own references start with this; callers' references may not,
  * so nothing a caller sends can collide with them.
  */
 export const SERVICE_REF_PREFIX = 'mv:';
