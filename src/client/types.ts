@@ -19,11 +19,12 @@ export type { Reason } from '../engine/verdict.js';
 export type { RiskFactor } from '../checks/checker.js';
 
 /**
- * One record of a batch's results as downloaded: the verdict's record (the detailed shape,
- * `risk_factors`, `error`), and `duplicate: true` where the address repeats an earlier one of
- * the job (whose record it then carries).
+ * One record of a batch's results as downloaded: the address as submitted (`input`), the
+ * verdict's record (the detailed shape, `risk_factors`, `error`), and `duplicate: true` where
+ * the address repeats an earlier one of the job (whose record it then carries).
  */
 export interface BatchRecord extends ResultRecord {
+  input: string;
   duplicate?: true;
 }
 

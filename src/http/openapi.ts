@@ -24,6 +24,7 @@ import {
 } from '../format/shapes.js';
 import { JOB_STATUSES } from '../ports/batch-store.js';
 import { MAX_CALLBACK_URL_LENGTH } from '../service/batch/callback-url.js';
+import { RESULTS_CSV_COLUMNS } from '../service/batch/results.js';
 import { PLAN_NAMES } from '../service/plans.js';
 import {
   FILTER_ACTIONS,
@@ -208,9 +209,10 @@ const OPERATIONS: Readonly<Record<OperationId, OperationDoc>> = {
   batchResults: {
     summary: "A completed batch's results, streamed",
     description:
-      'Every record in input order, each the detailed shape with `risk_factors` and `error` ' +
-      '(plus `duplicate: true` where the address repeats an earlier one). JSON by default; ' +
-      'CSV (the detailed shape and `duplicate`) or NDJSON by `format=` or Accept.',
+      'Every record in input order, each `input` (the address as submitted), the detailed ' +
+      'shape, `risk_factors` and `error` (plus `duplicate: true` where the address repeats an ' +
+      'earlier one). JSON by default; CSV (columns ' +
+      `${RESULTS_CSV_COLUMNS.join(', ')}) or NDJSON by \`format=\` or Accept.`,
     responses: {
       '200': {
         description: 'The records.',
@@ -729,8 +731,9 @@ export const OPENAPI_DOCUMENT = {
       },
       BatchRecord: {
         type: 'object',
-        required: [...DETAILED_FIELDS, ...RESULT_RECORD_FIELDS],
+        required: ['input', ...DETAILED_FIELDS, ...RESULT_RECORD_FIELDS],
         properties: {
+          input: { description: 'The address as submitted.', type: 'string' },
           ...DETAILED_PROPERTIES,
           risk_factors: SHAPE_B_PROPERTIES.risk_factors,
           error: {

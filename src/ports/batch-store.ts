@@ -86,6 +86,8 @@ export interface JobResultWrite extends JobResult {
 /** A stored result as downloaded. */
 export interface JobResultRow {
   readonly position: number;
+  /** The address as submitted at this position (a duplicate's own spelling, not its first's). */
+  readonly input: string;
   readonly record: string;
   readonly duplicate: boolean;
 }

@@ -189,6 +189,7 @@ export function createMemoryBatchStore(host: MemoryBatchHost): BatchStore {
         if (item.result === null) continue;
         rows.push({
           position: p,
+          input: item.email,
           record: item.result.record,
           duplicate: item.duplicateOf !== null,
         });

@@ -105,6 +105,7 @@ describe('mailverdict/client on loopback', () => {
     const records: BatchRecord[] = [];
     for await (const record of api.batchResults(job.id)) records.push(record);
     expect(records.map((r) => r.email)).toEqual(emails);
+    expect(records.map((r) => r.input)).toEqual(emails);
     expect(records[1]?.risk_factors).toContain('disposable');
     expect(records[2]?.error?.code).toBe('consecutive_dots');
     expect(records[3]).toMatchObject({ duplicate: true });
@@ -112,7 +113,7 @@ describe('mailverdict/client on loopback', () => {
     const csv = await api.downloadResults(job.id, { format: 'csv' });
     expect(csv.contentType).toMatch(/^text\/csv/);
     const text = await new Response(csv.body).text();
-    expect(text.split('\r\n')[0]).toMatch(/^email,state,score,reason,/);
+    expect(text.split('\r\n')[0]).toMatch(/^input,email,state,score,reason,/);
     // Three billable addresses at one credit: the repeat is free.
     expect((await loopback.api.store.balance(accountId)).used).toBe(3);
   });

@@ -113,6 +113,7 @@ const CLIENT_TYPES: Readonly<Record<string, Spec>> = {
   } satisfies Fields<BatchStatus>,
   BatchResults: 'raw',
   BatchRecord: {
+    input: 'required',
     email: 'required',
     state: 'required',
     score: 'required',

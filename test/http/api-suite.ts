@@ -894,6 +894,7 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
         const json = await client.call(`/v1/verify/${id}/results`, { headers: bearer(own.secret) });
         expect(json.status).toBe(200);
         expect(json.body.results.map((r: { email: string }) => r.email)).toEqual(emails);
+        expect(json.body.results.map((r: { input: string }) => r.input)).toEqual(emails);
         expect(json.body.results[2].duplicate).toBe(true);
         expect(json.body.results[3].state).toBe('undeliverable');
 
@@ -903,7 +904,7 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
         expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
         const rows = csv.text.trim().split(/\r?\n/);
         expect(rows).toHaveLength(5);
-        expect(rows[0]).toMatch(/^email,state,score,reason/);
+        expect(rows[0]).toMatch(/^input,email,state,score,reason/);
 
         const ndjson = await client.call(`/v1/verify/${id}/results`, {
           headers: bearer(own.secret, { accept: 'application/x-ndjson' }),

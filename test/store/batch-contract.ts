@@ -30,7 +30,7 @@ export const job = (
 
 const record = (email: string) => JSON.stringify({ email, state: 'deliverable' });
 
-// a (billable), b (free: a test address), a again (duplicate), c, d (billable)
+// a (billable), b (free: a test address), A again (a duplicate, spelled its own way), c, d
 const ITEMS: NewJobItem[] = [
   { email: 'a@x.org', billable: true, duplicateOf: null, result: null },
   {
@@ -39,7 +39,7 @@ const ITEMS: NewJobItem[] = [
     duplicateOf: null,
     result: { record: record('b'), state: 'risky' },
   },
-  { email: 'a@x.org', billable: false, duplicateOf: 0, result: null },
+  { email: 'A@x.org', billable: false, duplicateOf: 0, result: null },
   { email: 'c@x.org', billable: true, duplicateOf: null, result: null },
   { email: 'd@x.org', billable: true, duplicateOf: null, result: null },
 ];
@@ -158,11 +158,11 @@ export function batchStoreContract(store: () => Store): void {
       expect(replay).toMatchObject({ ok: true, job: { processed: 3 } });
       expect(await store().balance('acct_a')).toMatchObject({ used: 1, reserved: 2 });
       expect(await store().jobResults('job_1', -1, 2)).toEqual([
-        { position: 0, record: record('a'), duplicate: false },
-        { position: 1, record: record('b'), duplicate: false },
+        { position: 0, input: 'a@x.org', record: record('a'), duplicate: false },
+        { position: 1, input: 'b@x.org', record: record('b'), duplicate: false },
       ]);
       expect(await store().jobResults('job_1', 1, 10)).toEqual([
-        { position: 2, record: record('a'), duplicate: true },
+        { position: 2, input: 'A@x.org', record: record('a'), duplicate: true },
       ]);
     });
 
@@ -205,9 +205,9 @@ export function batchStoreContract(store: () => Store): void {
           'mv:batch:job_1:item:0',
         ]);
         expect(await store().jobResults('job_1', -1, 10)).toEqual([
-          { position: 0, record: record('a'), duplicate: false },
-          { position: 1, record: record('b'), duplicate: false },
-          { position: 2, record: record('a'), duplicate: true },
+          { position: 0, input: 'a@x.org', record: record('a'), duplicate: false },
+          { position: 1, input: 'b@x.org', record: record('b'), duplicate: false },
+          { position: 2, input: 'A@x.org', record: record('a'), duplicate: true },
         ]);
       },
     );
@@ -335,7 +335,7 @@ export function batchStoreContract(store: () => Store): void {
         [...filed.map((entry) => entry.seq)].sort((a, b) => a - b),
       );
       expect(await store().jobResults('job_1', 2, 10)).toEqual([
-        { position: 3, record: record('c'), duplicate: false },
+        { position: 3, input: 'c@x.org', record: record('c'), duplicate: false },
       ]);
 
       await store().recordJobResults(

@@ -167,14 +167,44 @@ describe.runIf(server !== undefined)('redis store', () => {
       expect(recorded).toMatchObject({ ok: true, job: { processed: 10 + 1_791 + 199 } });
       const rows = await store.jobResults('job_big', 17_997, 4);
       expect(rows).toEqual([
-        { position: 18_000, record: '{"n":18000}', duplicate: false },
-        { position: 18_001, record: '{"n":18001}', duplicate: false },
-        { position: 18_002, record: '{"n":18002}', duplicate: false },
-        { position: 18_003, record: '{"n":18003}', duplicate: false },
+        {
+          position: 18_000,
+          input: 'user18000@example.org',
+          record: '{"n":18000}',
+          duplicate: false,
+        },
+        {
+          position: 18_001,
+          input: 'user18001@example.org',
+          record: '{"n":18001}',
+          duplicate: false,
+        },
+        {
+          position: 18_002,
+          input: 'user18002@example.org',
+          record: '{"n":18002}',
+          duplicate: false,
+        },
+        {
+          position: 18_003,
+          input: 'user18003@example.org',
+          record: '{"n":18003}',
+          duplicate: false,
+        },
       ]);
       expect(await store.jobResults('job_big', 18_007, 2)).toEqual([
-        { position: 18_008, record: '{"n":18008}', duplicate: false },
-        { position: 18_009, record: '{"n":18008}', duplicate: true },
+        {
+          position: 18_008,
+          input: 'user18008@example.org',
+          record: '{"n":18008}',
+          duplicate: false,
+        },
+        {
+          position: 18_009,
+          input: 'user18009@example.org',
+          record: '{"n":18008}',
+          duplicate: true,
+        },
       ]);
       expect(await store.balance('acct_a')).toMatchObject({ used: 1_791 });
     } finally {

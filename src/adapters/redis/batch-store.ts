@@ -254,8 +254,18 @@ export function createRedisBatchStore(
         afterPosition,
         limit,
       );
+      // Each position's address as submitted is its item's: a duplicate's result is a copy.
+      const items = new Map(
+        (
+          await rowsAt<StoredItem>(
+            keys.jobItems(jobId),
+            rows.map((r) => r.position),
+          )
+        ).map(({ position, row }) => [position, row.email]),
+      );
       return rows.map(({ position, row }): JobResultRow => ({
         position,
+        input: items.get(position) ?? '',
         record: row.record,
         duplicate: row.duplicate,
       }));

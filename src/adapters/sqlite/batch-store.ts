@@ -236,6 +236,7 @@ export function createSqliteBatchStore(
         (
           s.results.all(jobId, afterPosition, limit) as {
             position: number;
+            input: string;
             record: string;
             duplicate: number;
           }[]
@@ -314,7 +315,7 @@ function prepare(db: Database.Database) {
        ORDER BY position`,
     ),
     results: db.prepare(
-      `SELECT position, record, duplicate_of IS NOT NULL AS duplicate FROM batch_items
+      `SELECT position, email AS input, record, duplicate_of IS NOT NULL AS duplicate FROM batch_items
        WHERE job_id = ? AND position > ? AND record IS NOT NULL ORDER BY position LIMIT ?`,
     ),
     held: db.prepare('SELECT held FROM reservations WHERE account_id = ? AND ref = ?'),

@@ -1,4 +1,5 @@
 import { DETAILED_FIELDS } from '../../format/shapes.js';
+import type { JobResultRow } from '../../ports/batch-store.js';
 import type { JobRecord, Store } from '../../ports/store.js';
 import type { ResultsFormat } from '../request-fields.js';
 import { invalidRequest, ServiceError } from '../service-error.js';
@@ -175,8 +176,7 @@ export function streamResults(
       if (rows.length === 0) break;
       let chunk = '';
       for (const row of rows) {
-        const record = row.duplicate ? `${row.record.slice(0, -1)},"duplicate":true}` : row.record;
-        chunk += write.record(record, row.duplicate, first);
+        chunk += write.record(downloaded(row), row.duplicate, first);
         first = false;
       }
       after = (rows[rows.length - 1] as { position: number }).position;
@@ -191,13 +191,25 @@ export function streamResults(
   };
 }
 
+/**
+ * A stored record as downloaded: the address as submitted first (`A@EXAMPLE.ORG` where the
+ * record's email reads `A@example.org`), and `duplicate: true` last on a repeat. The input is
+ * the position's own: a repeat's record is a copy of its first occurrence's.
+ */
+function downloaded(row: JobResultRow): string {
+  const fields = row.record.slice(1, -1);
+  const duplicate = row.duplicate ? ',"duplicate":true' : '';
+  return `{"input":${JSON.stringify(row.input)},${fields}${duplicate}}`;
+}
+
 interface Writer {
   head(job: JobRecord): string;
   record(json: string, duplicate: boolean, first: boolean): string;
   tail(): string;
 }
 
-const CSV_COLUMNS = [...DETAILED_FIELDS, 'duplicate'] as const;
+/** The CSV download's columns: the address as submitted, the detailed shape, `duplicate`. */
+export const RESULTS_CSV_COLUMNS = ['input', ...DETAILED_FIELDS, 'duplicate'] as const;
 
 const WRITERS: Readonly<Record<ResultsFormat, Writer>> = {
   json: {
@@ -211,10 +223,10 @@ const WRITERS: Readonly<Record<ResultsFormat, Writer>> = {
     tail: () => '',
   },
   csv: {
-    head: () => `${CSV_COLUMNS.join(',')}\r\n`,
+    head: () => `${RESULTS_CSV_COLUMNS.join(',')}\r\n`,
     record(json, duplicate) {
       const fields = JSON.parse(json) as Record<string, unknown>;
-      return `${CSV_COLUMNS.map((column) =>
+      return `${RESULTS_CSV_COLUMNS.map((column) =>
         csvCell(column === 'duplicate' ? duplicate : fields[column]),
       ).join(',')}\r\n`;
     },
