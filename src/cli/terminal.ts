@@ -1,5 +1,5 @@
 /**
- * Text from addresses never reaches a terminal raw (DESIGN 7): an address can carry ESC and
+ * Text from addresses never reaches a terminal raw: an address can carry ESC and
  * the C1 controls that move the cursor or rewrite the screen, and bidi overrides that make a
  * line read differently from what it holds. Each such character is shown as a `\u` escape.
  */

@@ -14,11 +14,11 @@ export interface AccountInfo extends AccountRecord {
   readonly credits: CreditBalance;
 }
 
-/** The account object of DESIGN 5.3, in its wire shape. */
+/** The account object (`GET /v1/account`), in its wire shape. */
 export interface AccountObject {
   readonly email: string;
   readonly plan: PlanName;
-  /** available + reserved + used = total (DESIGN 5.3). */
+  /** available + reserved + used = total, always. */
   readonly credits: {
     readonly available: number;
     readonly reserved: number;
@@ -42,7 +42,7 @@ export interface NewAccount {
   readonly billingAnchorDay?: number;
 }
 
-/** Account administration (DESIGN 5.2-5.3). */
+/** Account administration: accounts, their plans and credits. */
 export interface AccountAdmin {
   createAccount(input: NewAccount): Promise<AccountInfo>;
   getAccount(accountId: string): Promise<AccountInfo>;
@@ -52,7 +52,7 @@ export interface AccountAdmin {
 }
 
 export interface Accounts {
-  /** The account object of DESIGN 5.3. */
+  /** The account object (`GET /v1/account`). */
   account(caller: Caller): Promise<AccountObject>;
   readonly admin: AccountAdmin;
 }

@@ -44,7 +44,7 @@ export interface CreditAdmin {
   sweepHolds(): Promise<number>;
 }
 
-/** A caller's reference: not of the service's namespace (DESIGN 5.3). */
+/** A caller's reference: never of the service's own namespace (SERVICE_REF_PREFIX). */
 export function callerRef(value: unknown, field: string): string {
   const ref = requireText(value, field);
   if (ref.startsWith(SERVICE_REF_PREFIX)) {
@@ -56,7 +56,7 @@ export function callerRef(value: unknown, field: string): string {
   return ref;
 }
 
-/** Administration without HTTP: accounts, keys, credits and plans (DESIGN 5.1-5.3). */
+/** Administration without HTTP: accounts, keys, credits and plans. */
 export interface ServiceAdmin extends AccountAdmin, KeyAdmin, CreditAdmin {}
 
 /** The admin API: account and key administration from their capabilities, plus credits. */

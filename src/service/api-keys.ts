@@ -4,7 +4,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { KeyKind } from '../ports/store.js';
 
 /**
- * The two kinds of API key (DESIGN 5.1): private for servers, public for browsers. Defined
+ * The two kinds of API key: private (`mv_sk_`) for servers, public (`mv_pk_`) for browsers. Defined
  * with the Store port, which sits below the service and stores it.
  */
 export type { KeyKind };

@@ -19,7 +19,7 @@ import {
   requireText,
 } from './validate.js';
 
-/** The endpoints of DESIGN 5 a key may call; public keys may call `verify` only. */
+/** The endpoints of the /v1 API a key may call; public keys may call `verify` only. */
 export type Endpoint = 'verify' | 'batch' | 'account' | 'filters';
 
 /** What a request presents, as the HTTP layer (or any host) read it. */
@@ -60,7 +60,7 @@ export interface NewKey {
   readonly trustedDomains?: readonly string[];
 }
 
-/** Key management of the admin API (DESIGN 5.1). */
+/** Key management of the admin API: create, list, update, revoke, rotate. */
 export interface KeyAdmin {
   /** Issues a key; `secret` is shown this once and never stored. */
   createKey(accountId: string, input?: NewKey): Promise<{ secret: string; key: KeyInfo }>;
@@ -82,7 +82,7 @@ export interface KeyAdmin {
   ): Promise<{ secret: string; key: KeyInfo }>;
 }
 
-/** Authentication, and the keys it checks (DESIGN 5.1). */
+/** Authentication, and the keys it checks (docs/architecture.md, "Keys, plans and rate limits"). */
 export interface Auth {
   /** Identifies the key, enforces its IP allow-list or trusted domains, counts the request. */
   authenticate(request: AuthRequest): Promise<Caller>;
@@ -217,7 +217,7 @@ export function createAuth(ctx: ServiceContext): Auth {
         });
         const now = clock.now();
         // A grace period only ever shortens: rotating again during one (a retried deployment,
-        // a second rotation) must not keep a leaked old key alive longer (DESIGN 5.1).
+        // a second rotation) must not keep a leaked old key alive longer.
         // The store takes the earlier of the two ends in its own update: two rotations at
         // once cannot both read "no end yet" and let the later write extend the period.
         await changeKey(

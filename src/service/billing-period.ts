@@ -35,7 +35,7 @@ function periodStart(year: number, month: number, anchorDay: number): number {
   return Date.UTC(year, month, Math.min(anchorDay, lastDay));
 }
 
-/** A billing period in the account object's wire form (DESIGN 5.3). */
+/** A billing period in the account object's wire form: `YYYY-MM-DD` in UTC, end inclusive. */
 export interface BillingPeriodDates {
   /** The first day, `YYYY-MM-DD` (UTC). */
   readonly start: string;

@@ -44,7 +44,7 @@ export interface ServiceVerifyOptions {
   /**
    * What else the answer depends on, for a host that shapes the verdict (the HTTP layer's
    * `detailed`, `fields`, form B and `site_source`): bound into the idempotency fingerprint
-   * with the method and address (DESIGN 5.3), so that a key reused with another shape is a
+   * with the method and address, so that a key reused with another shape is a
    * 409 `idempotency_conflict` rather than the first verdict in a shape nobody asked for.
    */
   readonly shape?: string | undefined;
@@ -65,7 +65,7 @@ export interface LedgerReceipt {
   readonly replayed: boolean;
 }
 
-/** Single verify with its charge (DESIGN 5.3). */
+/** Single verify with its charge (docs/architecture.md, "Credits and holds"). */
 export interface Charging {
   /** Reserves the method's cost, verifies, settles (or refunds a result we could not get). */
   verify(
@@ -315,7 +315,7 @@ function holdMs(method: MethodName): number {
   return VERIFY_DEADLINE_MS[method] + HOLD_MARGIN_MS;
 }
 
-/** Settles the cost, or refunds it when the result could not be verified (DESIGN 5.3). */
+/** Settles the cost, or refunds it when the result could not be verified (UNKNOWN_REASONS). */
 function closing(reservation: string, verdict: Verdict, cost: number): LedgerRequest {
   return UNKNOWN_REASONS.has(verdict.reason)
     ? { kind: 'refund', ref: `${reservation}:refund`, reservation, note: verdict.reason }

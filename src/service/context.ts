@@ -9,7 +9,7 @@ import type { RateLimits } from './rate-limits.js';
 import { ServiceError } from './service-error.js';
 import { requireText } from './validate.js';
 
-/** What every capability of the service works over: one of each, shared (DESIGN 1). */
+/** What every capability of the service works over: one of each, shared, its ports resolved. */
 export interface ServiceContext {
   readonly engine: Engine;
   readonly store: Store;
@@ -23,7 +23,7 @@ export interface ServiceContext {
   /** A fresh id such as `acct_…`: the prefix, then 24 random base62 characters. */
   newId(prefix: string): string;
   /**
-   * A fresh reference of the service's own namespace (DESIGN 5.3), such as
+   * A fresh reference of the service's own namespace (SERVICE_REF_PREFIX), such as
    * `mv:verify:<instance>.<n>`: no caller may file one, and no two service instances share
    * one (each draws 16 random base62 characters at start, then counts; a reference per verify
    * from the CSPRNG cost more than the rest of the ledger's work in memory).

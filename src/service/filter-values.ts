@@ -7,9 +7,9 @@ const ANY_DOMAIN_RULES = { allowDomainLiteral: false, globallyDeliverable: false
 
 /**
  * A filter value in the one form it is stored and matched in, or a message saying why it is
- * not one (DESIGN 5.4): emails through the same parser as verification, lowercased (mailbox
- * names are case-insensitive at practically every provider, and a filter that `Bob@` slips
- * past is no filter); domains as lowercase A-labels (a leading `@` is tolerated); IPs
+ * not one (docs/architecture.md, "Filters"): emails through the same parser as verification,
+ * lowercased (mailbox names are case-insensitive at practically every provider, and a filter that
+ * `Bob@` slips past is no filter); domains as lowercase A-labels (a leading `@` is tolerated); IPs
  * canonical, CIDR ranges by their network address.
  */
 export function normalizeFilterValue(

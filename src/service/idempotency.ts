@@ -2,7 +2,7 @@ import type { IdempotencyRecord } from '../ports/store.js';
 import { ServiceError } from './service-error.js';
 
 /**
- * What an idempotency key already bound answers a request (DESIGN 5.3, as Stripe does it):
+ * What an idempotency key already bound answers a request (as Stripe does it):
  * the first answer, stored, for the same request; 409 `idempotency_conflict` for another
  * request under the same key; 409 `request_in_progress` while the first is still running.
  */

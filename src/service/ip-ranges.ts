@@ -70,7 +70,7 @@ export function rangeBits(range: CanonicalRange): number {
 
 /**
  * How many addresses a canonical range holds, as a power of two: 0 for a single host, 8 for an
- * IPv4 /24 or an IPv6 /120. Ranges of the two families compare by this (DESIGN 5.4): the range
+ * IPv4 /24 or an IPv6 /120. Ranges of the two families compare by this: the range
  * holding fewer addresses is the more specific, so an IPv4 host filter (2^0) outranks an IPv6
  * /33 (2^95) although 33 > 32.
  */

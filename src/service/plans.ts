@@ -1,7 +1,7 @@
 import type { PlanName } from '../ports/store.js';
 
 /**
- * The plans of DESIGN 5.2: request limits per API key, per minute and per day. PlanName is
+ * The plans: request limits per API key, per minute and per day. PlanName is
  * defined with the Store port, which sits below the service and stores it.
  */
 export type { PlanName };
@@ -23,7 +23,7 @@ export const PLANS: Readonly<Record<PlanName, Plan>> = Object.freeze({
 
 export const PLAN_NAMES = Object.keys(PLANS) as readonly PlanName[];
 
-/** Public keys: at most this many requests per day per end user (client IP), DESIGN 5.1. */
+/** Public keys: at most this many requests per day per end user (client IP). */
 export const PUBLIC_KEY_DAILY_LIMIT = 10;
 
 export function isPlanName(value: unknown): value is PlanName {

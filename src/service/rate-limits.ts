@@ -24,8 +24,7 @@ export interface RateLimits {
  * before it has admitted the request, so a refusal counts against the refusing window and those
  * before it, never after:
  * - a public key's end user is counted first: a visitor refused for their own 10 a day spends
- *   nothing of the key's minute or day, so one visitor can never use up the key for the others
- *   (DESIGN 5.1);
+ *   nothing of the key's minute or day, so one visitor can never use up the key for the others;
  * - the minute before the day: a client hammering through its 429s does not burn its daily
  *   quota; requests refused by the day limit still count in their minute.
  * A refusal reports the window that refused: remaining 0, reset and retry-after at its end.

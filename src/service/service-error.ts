@@ -1,6 +1,6 @@
 import type { RateLimitStatus } from './rate-limit-status.js';
 
-/** The snake_case codes of DESIGN 5.6, each with its HTTP status. */
+/** The snake_case codes of the error envelope, each with its HTTP status. */
 export const SERVICE_ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
@@ -8,7 +8,7 @@ export const SERVICE_ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
-  /** An idempotency key reused with a different request (DESIGN 5.3). */
+  /** An idempotency key reused with a different request. */
   idempotency_conflict: 409,
   /** An idempotency key whose first request is still running. */
   request_in_progress: 409,
@@ -42,7 +42,7 @@ export class ServiceError extends Error {
     this.rateLimit = options.rateLimit;
   }
 
-  /** The JSON envelope of DESIGN 5.6. */
+  /** The JSON envelope: `{ error, message, ...context }`. */
   toJSON(): Record<string, unknown> {
     return { error: this.code, message: this.message, ...this.context };
   }

@@ -51,9 +51,9 @@ export interface ServiceOptions {
   readonly clock?: Clock;
   /** Random bytes for keys, ids and secrets. Default: the platform's CSPRNG. */
   readonly random?: RandomBytes;
-  /** Requests a day per end user of a public key. Default 10 (DESIGN 5.1). */
+  /** Requests a day per end user (client IP) of a public key. Default 10. */
   readonly publicKeyDailyLimit?: number;
-  /** Batch jobs: download URLs, retention, callbacks and webhooks, runner limits (DESIGN 5.5). */
+  /** Batch jobs: download URLs, retention, callbacks and webhooks, runner limits. */
   readonly batch?: BatchOptions;
   /**
    * Told of batch job progress and webhook attempts (metrics: adapters/prometheus/metrics.ts).
@@ -62,7 +62,9 @@ export interface ServiceOptions {
   readonly observer?: Observer;
 }
 
-/** The verification API without HTTP (DESIGN 5): every refusal is a ServiceError. */
+/**
+ * The verification API without HTTP (the /v1 API's operations): every refusal is a ServiceError.
+ */
 export interface Service
   extends
     Pick<Auth, 'authenticate' | 'rateLimitStatus'>,

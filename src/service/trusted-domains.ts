@@ -6,7 +6,7 @@ const ANY_HOST_RULES = { allowDomainLiteral: false, globallyDeliverable: false }
 /**
  * Normalizes a public key's trusted-domain pattern: `example.com` (that host only) or
  * `*.example.com` (its subdomains, not the domain itself), IDN to A-labels, lowercase.
- * Undefined when the pattern is neither, or names a public suffix (DESIGN 5.1): `com`,
+ * Undefined when the pattern is neither, or names a public suffix: `com`,
  * `*.com`, `*.co.uk` or `*.github.io` would trust pages anyone can put up.
  */
 export function canonicalTrustedDomain(pattern: string): string | undefined {
@@ -52,7 +52,7 @@ function hostOf(url: string | null | undefined): string | undefined {
 
 /**
  * Whether `host` is trusted by one of the canonical patterns. A pattern naming a public suffix
- * trusts nothing, even if stored before such patterns were refused (DESIGN 5.1).
+ * trusts nothing, even if stored before such patterns were refused.
  */
 export function hostTrusted(host: string, patterns: readonly string[]): boolean {
   return patterns.some((pattern) => {

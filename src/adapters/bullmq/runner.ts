@@ -61,10 +61,10 @@ const KEEP_ENDED_SECONDS = 7 * 86_400;
 const CLOSE_DEADLINE_MS = 5_000;
 
 /**
- * The batch runner on BullMQ (DESIGN 6): a job becomes a flow, one child per chunk of its
- * pending addresses grouped by domain, and a parent that finishes the job once every chunk
- * has ended. Workers in any number of processes take chunks; each chunk verifies only the
- * positions still without a result and stores them with their settles (the store skips a
+ * The batch runner on BullMQ (docs/architecture.md, "Batch path"): a job becomes a flow, one child
+ * per chunk of its pending addresses grouped by domain, and a parent that finishes the job once
+ * every chunk has ended. Workers in any number of processes take chunks; each chunk verifies only
+ * the positions still without a result and stores them with their settles (the store skips a
  * position stored already, and a ledger reference never applies twice), so a chunk retried
  * after its worker died re-verifies and re-charges nothing that was stored. The job finishes
  * once (`finishJob` answers a finished job as it stands), which queues its webhook once in

@@ -10,7 +10,7 @@ import { isPublicAddress } from '../../smtp/target-policy.js';
 export interface NodeWebhookOptions {
   /**
    * Lets callbacks reach loopback, private, link-local and other non-public addresses. Off by
-   * default (SSRF guard, DESIGN 5.5); tests and intranet deployments turn it on.
+   * default (the SSRF guard); tests and intranet deployments turn it on.
    */
   readonly allowPrivateNetworks?: boolean;
   /** Resolves a host name to all its addresses. Default: the system resolver (node:dns). */

@@ -37,7 +37,7 @@ export function redisKeys(prefix: string) {
 
     /** id -> FilterRecord. */
     filters: `${prefix}filters`,
-    /** value -> FilterRecord, per account and type: matching is one lookup (DESIGN 5.4). */
+    /** value -> FilterRecord, per account and type: matching is one lookup, not a scan. */
     filterValues: (accountId: string, type: string) =>
       `${prefix}filter-values:${accountId}:${type}`,
     /** Filter ids in insertion order, all types or one. */

@@ -37,7 +37,7 @@ export interface RedisStoreOptions {
   readonly keyPrefix?: string;
   /**
    * How often expired credit holds are released and idempotency keys past their 24 hours
-   * forgotten (DESIGN 5.3); also once when the store opens. Default 1 minute; 0 only at open.
+   * forgotten; also once when the store opens. Default 1 minute; 0 only at open.
    */
   readonly holdSweepMs?: number;
 }
@@ -51,7 +51,7 @@ export const REDIS_HOLD_SWEEP_MS = 60_000;
 export const REDIS_MAX_RETRIES_PER_REQUEST = 2;
 
 /**
- * The Store on Redis, for several API and worker processes that share one truth (DESIGN 6):
+ * The Store on Redis, for several API and worker processes that share one truth:
  * accounts, keys, filters, idempotency keys, the credits ledger, batch jobs and the webhook
  * outbox, under one key prefix. Every write to an account is one atomic script guarded by the
  * account's version (ledger.ts), or for a batch worker's results with their settles, one
@@ -405,7 +405,7 @@ export function createRedisStore(redis: string | Redis, options: RedisStoreOptio
   };
 
   // Expired holds are released at open and on an interval that never keeps the process alive
-  // (DESIGN 5.3); a sweep that fails (Redis down) is done by the next.
+  // (a crash never keeps credits locked); a sweep that fails (Redis down) is done by the next.
   const sweep = () => {
     if (!closed) store.sweep(Date.now()).catch(() => undefined);
   };
