@@ -1,6 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { METHOD_NAMES } from '../engine/methods.js';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_ELEMENTS } from '../http/request-body.js';
+import {
+  HEADERS_TIMEOUT_MS,
+  KEEP_ALIVE_TIMEOUT_MS,
+  MAX_HEADER_BYTES,
+  MAX_HEADERS_COUNT,
+  REQUEST_TIMEOUT_MS,
+} from '../http/server-limits.js';
 import {
   creditsGrant,
   filtersAdd,
@@ -109,7 +117,33 @@ function withServeFlags(command: Command): Command {
       .option('--credits <n>', 'first start: credits the account gets', '1000')
       .option('--no-metrics', 'no GET /metrics (Prometheus text; on by default)')
       .option('--work', 'with --redis: verify batch chunks here too, not only in workers')
-      .option('--chunk-size <n>', 'with --redis: addresses per queued chunk (default: 500)'),
+      .option('--chunk-size <n>', 'with --redis: addresses per queued chunk (default: 500)')
+      .option(
+        '--max-body-bytes <n>',
+        `largest POST body, else 413 (default: ${MAX_BODY_BYTES}, 16 MiB)`,
+      )
+      .option('--max-json-depth <n>', `deepest a JSON body nests (default: ${MAX_JSON_DEPTH})`)
+      .option(
+        '--max-json-elements <n>',
+        `most elements a JSON body holds (default: ${MAX_JSON_ELEMENTS})`,
+      )
+      .option('--max-headers <n>', `most header fields, else 431 (default: ${MAX_HEADERS_COUNT})`)
+      .option(
+        '--max-header-bytes <n>',
+        `largest request line and headers, else 431 (default: ${MAX_HEADER_BYTES})`,
+      )
+      .option(
+        '--headers-timeout <ms>',
+        `time to send the request line and headers, else 408 (default: ${HEADERS_TIMEOUT_MS})`,
+      )
+      .option(
+        '--request-timeout <ms>',
+        `time to send a whole request, body included, else 408 (default: ${REQUEST_TIMEOUT_MS})`,
+      )
+      .option(
+        '--keep-alive-timeout <ms>',
+        `how long an idle connection stays open (default: ${KEEP_ALIVE_TIMEOUT_MS})`,
+      ),
   );
 }
 

@@ -21,11 +21,13 @@ import {
   runCli,
   runPipeline,
   signalAfter,
+  startServe,
   startFastAndSilentDns,
   type CliOptions,
   type CliRun as Run,
 } from '../helpers/cli.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
+import { rawRequest } from '../helpers/raw-http.js';
 
 /**
  * The CLI as a new user and a hostile input source use it: a separate process, real pipes and
@@ -355,7 +357,7 @@ describe('serve', () => {
     }
   });
 
-  it('a port in use, a bad --base-url or --trusted-proxy: one line, no account made', async () => {
+  it('a port in use, a bad --base-url, --trusted-proxy or limit: one line, no account made', async () => {
     const taken: Server = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const port = (taken.address() as { port: number }).port;
@@ -366,6 +368,10 @@ describe('serve', () => {
         ['--port', '0', '--base-url', 'not a url'],
         ['--port', '0', '--base-url', 'ftp://api.example.com/'],
         ['--port', '0', '--trusted-proxy', 'xyz'],
+        ['--port', '0', '--max-headers', '0'],
+        ['--port', '0', '--max-json-depth', '1e3'],
+        ['--port', '0', '--keep-alive-timeout', String(2 ** 31)],
+        ['--port', '0', '--headers-timeout', '5000', '--request-timeout', '1000'],
       ]) {
         const run = await cli(['serve', '--offline', '--db', db, ...extra]);
         expect(run.code, extra.join(' ')).not.toBe(0);
@@ -377,6 +383,49 @@ describe('serve', () => {
       expect((await cli(['keys', 'list', '--db', db])).stderr).toMatch(/has no account yet/);
     } finally {
       await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+});
+
+describe('serve: the limits and timeouts of its connections', () => {
+  it('answers by the flags: 431 past --max-headers, 413 past --max-body-bytes, 400 past --max-json-depth, 408 past --headers-timeout', async () => {
+    const serve = await startServe(join(dir, 'limits.db'), [
+      '--max-headers',
+      '20',
+      '--max-body-bytes',
+      '1000',
+      '--max-json-depth',
+      '2',
+      '--headers-timeout',
+      '300',
+      '--request-timeout',
+      '600',
+    ]);
+    try {
+      const { port } = new URL(serve.url);
+      const headers = (n: number) => Array.from({ length: n }, (_, i) => `X-${i}: 1`);
+      const get = (more: string[]) =>
+        rawRequest(
+          Number(port),
+          ['GET /v1/openapi.json HTTP/1.1', 'Host: a', ...more, '', ''].join('\r\n'),
+        );
+      // Host is one of them.
+      expect((await get(headers(19))).status).toBe(200);
+      expect((await get(headers(20))).status).toBe(431);
+      const post = (body: string) =>
+        fetch(`${serve.url}/v1/filters`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${serve.key}`, 'content-type': 'application/json' },
+          body,
+        });
+      expect((await post(`{"value":"${'a'.repeat(1000)}"}`)).status).toBe(413);
+      const deep = await post('{"value":[["a.example"]]}');
+      expect(deep.status).toBe(400);
+      expect(await deep.json()).toMatchObject({ field: 'body' });
+      const slow = await rawRequest(Number(port), 'GET /v1/openapi.json HTTP/1.1\r\nHost: a\r\n');
+      expect(slow.status).toBe(408);
+    } finally {
+      await serve.stop();
     }
   });
 });

@@ -9,6 +9,8 @@ import {
   type EngineFlags,
 } from '../engine-options.js';
 import type { Service } from '../../service/service.js';
+import type { ServeOptions } from '../../http/node-server.js';
+import { HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../../http/server-limits.js';
 import { line, type CliIo } from '../io.js';
 import { scaleOut } from '../scale-out.js';
 import { openService, requireRedisUrl, storeName, type FileFlags } from '../service-file.js';
@@ -25,6 +27,14 @@ export interface ServeFlags extends FileFlags, Omit<EngineFlags, 'method'> {
   /** With --redis: verify batch chunks in this process too, not only in workers. */
   readonly work?: boolean;
   readonly chunkSize?: string;
+  readonly maxBodyBytes?: string;
+  readonly maxJsonDepth?: string;
+  readonly maxJsonElements?: string;
+  readonly maxHeaders?: string;
+  readonly maxHeaderBytes?: string;
+  readonly headersTimeout?: string;
+  readonly requestTimeout?: string;
+  readonly keepAliveTimeout?: string;
 }
 
 /** First start: an account with credits on the enterprise plan (it is your own server). */
@@ -55,6 +65,7 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
       );
     }
   }
+  const limits = serverLimitsOf(flags);
   const { loadPrometheusMetrics, serve } = await import('../../http/node-server.js');
   // On by default: every label comes from a closed set (method, state, reason, reply class,
   // route), so /metrics tells volumes, never accounts, keys or addresses; and serve listens on
@@ -90,6 +101,7 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
         metrics: metrics ?? false,
         ...(flags.baseUrl === undefined ? {} : { baseUrl: flags.baseUrl }),
         ...(flags.trustedProxy === undefined ? {} : { trustedProxies: flags.trustedProxy }),
+        ...limits,
       });
     } catch (error) {
       throw listenFailure(error, flags.host, port);
@@ -122,6 +134,45 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
     await service.store.close();
     await shared?.close();
   }
+}
+
+/** The limits and timeouts of the server's connections and bodies that flags set. */
+type ServerLimits = Pick<
+  ServeOptions,
+  | 'maxBodyBytes'
+  | 'maxJsonDepth'
+  | 'maxJsonElements'
+  | 'maxHeadersCount'
+  | 'maxHeaderBytes'
+  | 'headersTimeoutMs'
+  | 'requestTimeoutMs'
+  | 'keepAliveTimeoutMs'
+>;
+
+/** The ServeOptions of the limit flags, each checked (a usage error names the flag). */
+function serverLimitsOf(flags: ServeFlags): ServerLimits {
+  const whole = (value: string | undefined, flag: string, min: number) =>
+    integer(value, flag, min, Number.MAX_SAFE_INTEGER);
+  // A timer longer than 2^31 - 1 ms fires at once in Node: the longest timeout it keeps.
+  const ms = (value: string | undefined, flag: string) => integer(value, flag, 1, 2 ** 31 - 1);
+  const limits: ServerLimits = {
+    ...optional('maxBodyBytes', whole(flags.maxBodyBytes, '--max-body-bytes', 1)),
+    ...optional('maxJsonDepth', whole(flags.maxJsonDepth, '--max-json-depth', 1)),
+    ...optional('maxJsonElements', whole(flags.maxJsonElements, '--max-json-elements', 1)),
+    ...optional('maxHeadersCount', whole(flags.maxHeaders, '--max-headers', 1)),
+    ...optional('maxHeaderBytes', whole(flags.maxHeaderBytes, '--max-header-bytes', 1024)),
+    ...optional('headersTimeoutMs', ms(flags.headersTimeout, '--headers-timeout')),
+    ...optional('requestTimeoutMs', ms(flags.requestTimeout, '--request-timeout')),
+    ...optional('keepAliveTimeoutMs', ms(flags.keepAliveTimeout, '--keep-alive-timeout')),
+  };
+  const headers = limits.headersTimeoutMs ?? HEADERS_TIMEOUT_MS;
+  const request = limits.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  if (request < headers) {
+    throw new UsageError(
+      `--request-timeout (${request} ms) must be at least --headers-timeout (${headers} ms): the whole request includes its headers`,
+    );
+  }
+  return limits;
 }
 
 /** The first start on an empty store: an account, and its key printed once on stdout. */
