@@ -28,7 +28,7 @@ const MAX_FORWARDED_HOPS = 32;
  * The client's IP: the peer address as the host saw it, unless that peer is one of
  * `trustedProxies`, in which case X-Forwarded-For is read from the right, each hop a trusted
  * proxy passing it on, until the first address that is not one of ours: that is the client.
- * Anything to its left is what the client wrote and is never believed (DESIGN 5.1).
+ * Anything to its left is what the client wrote and is never believed.
  */
 export function resolveClientIp(
   peer: string | undefined,

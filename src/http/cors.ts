@@ -1,7 +1,7 @@
 import type { Reply } from './responses.js';
 
 /**
- * CORS for public keys (DESIGN 5.1): a page on a key's trusted domain calls GET /v1/verify from
+ * CORS for public keys: a page on a key's trusted domain calls GET /v1/verify from
  * the browser. A preflight carries no key, so it cannot be checked against one: it is answered
  * for the one route public keys may call, and the real request is then judged by its key.
  * Only a public key's successful admission (or its refusals that are the visitor's to read, a

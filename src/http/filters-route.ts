@@ -8,7 +8,7 @@ import { json, type Reply } from './responses.js';
 import { routeId } from './route-id.js';
 import { REQUEST_BODIES } from './routes.js';
 
-/** A filter on the wire (DESIGN 5.4): snake_case, its time in ISO 8601. */
+/** A filter on the wire: snake_case, its time in ISO 8601. */
 export function filterWire(filter: FilterInfo): Record<string, unknown> {
   return {
     id: filter.id,

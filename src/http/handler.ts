@@ -157,10 +157,11 @@ function match(pathname: string): { route: Route; id: string } | undefined {
 }
 
 /**
- * The /v1 API (DESIGN 5, 7) as a web-standard fetch handler: `(Request) => Promise<Response>`,
+ * The /v1 API as a web-standard fetch handler: `(Request) => Promise<Response>`,
  * framework-free, so that node:http (through `mailverdict/node`), Hono, Express (through a
- * few lines of adapter), Bun and Deno all mount it. Every refusal is the JSON envelope of
- * DESIGN 5.6; every answer to an identified key carries its X-RateLimit-* headers.
+ * few lines of adapter), Bun and Deno all mount it. Every refusal is the JSON envelope
+ * `{ error, message, ...context }`; every answer to an identified key carries its
+ * X-RateLimit-* headers.
  *
  * @example
  * import { createHandler } from 'mailverdict/http';
@@ -317,7 +318,7 @@ function options(exchange: Exchange, found: Route): Reply {
 
 /**
  * Puts the identified key's rate-limit figures and any CORS grant on the answer: every answer
- * of a /v1 route passes here, so every answer to a known key carries its figures (DESIGN 5.2),
+ * of a /v1 route passes here, so every answer to a known key carries its figures,
  * refusals included. A refusal that came before the key was looked up (a malformed parameter,
  * an unknown route) asks for them without counting the request; only a refusal does, so a
  * route that answers without a key (the OpenAPI document) costs no look-up.

@@ -531,7 +531,7 @@ export interface RunningServer {
 }
 
 /**
- * Serves the /v1 API of `service` on node:http (DESIGN 7). The client IP a private key's
+ * Serves the /v1 API of `service` on node:http. The client IP a private key's
  * allow-list and a public key's daily limit see is the socket's peer address (X-Forwarded-For
  * only from `trustedProxies`).
  *
@@ -673,7 +673,7 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
         }
         for (const socket of sockets) socket.destroy();
         await stopped;
-        // Running batch jobs stay `processing` and resume on the next start (DESIGN 5.5).
+        // Running batch jobs stay `processing` and resume on the next start.
         if (owned) await service.stop();
       })();
       return closing;

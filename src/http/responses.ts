@@ -4,7 +4,7 @@ import { ServiceError } from '../service/service-error.js';
 /**
  * A refusal of the HTTP layer itself, before the service is asked: a wrong method, a body
  * that is not JSON, a route that does not exist. It answers the same envelope as a
- * ServiceError (DESIGN 5.6), with the few codes HTTP adds.
+ * ServiceError (`{ error, message, ...context }`), with the few codes HTTP adds.
  */
 export class HttpError extends Error {
   override readonly name = 'HttpError';
@@ -78,7 +78,7 @@ export function toResponse(reply: Reply): Response {
   return new Response(reply.body, { status: reply.status, headers: reply.headers });
 }
 
-/** X-RateLimit-* (DESIGN 5.2): the per-minute limit, what is left, the reset in Unix seconds. */
+/** X-RateLimit-*: the per-minute limit, what is left, the reset in Unix seconds. */
 export function rateLimitHeaders(status: RateLimitStatus): Record<string, string> {
   return {
     'x-ratelimit-limit': String(status.limit),

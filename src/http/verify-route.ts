@@ -25,7 +25,7 @@ const FORM_A_ONLY = ['method', 'detailed', 'fields'];
  */
 export const MAX_SITE_SOURCE_LENGTH = 500;
 
-/** What the response looks like (DESIGN 2.4). */
+/** What the response looks like (README, "Result shapes"). */
 type Shape =
   | { kind: 'compact' }
   | { kind: 'detailed' }
@@ -120,7 +120,7 @@ function shapeOf(query: ReadonlyMap<string, string>): { method: MethodName; shap
         `site_source must be at most ${MAX_SITE_SOURCE_LENGTH} characters without control characters.`,
       );
     }
-    // DESIGN 2.4: in form B, smtp=true (the default) is the smtp method, smtp=false standard.
+    // In form B, smtp=true (the default) is the smtp method, smtp=false standard.
     const smtp = booleanParameter(query, 'smtp') ?? true;
     return { method: smtp ? 'smtp' : 'standard', shape: { kind: 'b', siteSource } };
   }

@@ -88,7 +88,7 @@ export const BATCH_HOLD_TTL_MS = 15 * 60_000;
 export const BATCH_RENEW_EVERY_MS = 60_000;
 export const BATCH_POLL_MS = 5_000;
 
-/** The batch endpoints (DESIGN 5.5) and the work behind them. */
+/** The batch endpoints and the work behind them (docs/architecture.md, "Batch path"). */
 export interface Batches {
   /** `POST /v1/verify`: stores the job, reserves its credits, starts it. */
   submitBatch(

@@ -22,7 +22,7 @@ export interface JobWorkSettings {
   readonly concurrency: number;
   /** Addresses of one domain verified at once (verifyMany's `perDomain`). */
   readonly perDomain: number;
-  /** How long a job's hold lasts unless renewed (DESIGN 5.3). */
+  /** How long a job's hold lasts unless renewed: a runner that dies lets its credits go. */
   readonly holdTtlMs: number;
   /** How often a working runner renews its hold. */
   readonly renewEveryMs: number;

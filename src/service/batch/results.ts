@@ -18,7 +18,7 @@ export const RESULTS_CONTENT_TYPES: Readonly<Record<ResultsFormat, string>> = {
  */
 export const RESULTS_PAGE_SIZE = 500;
 
-/** `GET /v1/verify/{id}` (DESIGN 5.5), snake_case as on the wire. */
+/** `GET /v1/verify/{id}`, snake_case as on the wire. */
 export interface BatchStatus {
   readonly id: string;
   readonly status: JobRecord['status'];

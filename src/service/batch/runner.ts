@@ -13,7 +13,7 @@ function createRunner(work: JobWork, jobsAtOnce: number): BatchRunner {
   let renewal: ReturnType<typeof setInterval> | undefined;
 
   /**
-   * A job waiting for a free runner keeps its hold too (DESIGN 5.3: reserved at submission):
+   * A job waiting for a free runner keeps its hold too (its credits were reserved at submission):
    * left to lapse behind long jobs, the sweeper released it, the account could spend it, and
    * the job failed for credits it had been promised.
    */

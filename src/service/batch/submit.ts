@@ -48,7 +48,7 @@ export interface SubmitBatchOptions extends BaseUrlChoice {
   readonly requestId?: string | undefined;
 }
 
-/** `POST /v1/verify` -> 202 (DESIGN 5.5). */
+/** `POST /v1/verify` -> 202: the job as stored, still processing. */
 export interface BatchCreated {
   readonly id: string;
   readonly status: 'processing';
@@ -66,7 +66,7 @@ export interface SubmitSettings {
   start(job: JobRecord): void;
 }
 
-/** A job's references in the service's own ledger namespace (DESIGN 5.3). */
+/** A job's references in the service's own ledger namespace (SERVICE_REF_PREFIX). */
 export const jobHoldRef = (jobId: string, hold: number) =>
   `${SERVICE_REF_PREFIX}batch:${jobId}:hold:${hold}`;
 export const jobItemRef = (jobId: string, position: number) =>

@@ -2,7 +2,7 @@ import type { ServiceContext } from '../context.js';
 import { ServiceError } from '../service-error.js';
 import { answering, requireText } from '../validate.js';
 
-/** Administration of the `whsec_` secret that signs an account's webhooks (DESIGN 5.5). */
+/** Administration of the `whsec_` secret that signs an account's webhooks (Standard Webhooks). */
 export interface WebhookSecretAdmin {
   /**
    * Replaces the account's webhook secret with a fresh one and answers it. Attempts from then

@@ -10,14 +10,14 @@ import type { ServiceContext } from '../context.js';
 export const WEBHOOK_RETRY_SCHEDULE_MS: readonly number[] = [
   5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
 ];
-/** A 2xx within this long is delivered (DESIGN 5.5). */
+/** A 2xx within this long is delivered; anything slower is retried. */
 export const WEBHOOK_TIMEOUT_MS = 15_000;
 /** Each delay is moved by up to this fraction either way, so receivers are not stampeded. */
 export const WEBHOOK_JITTER = 0.2;
 /** Due webhooks sent at once. */
 const DELIVERIES_AT_ONCE = 8;
 
-/** The event of DESIGN 5.5 a finished job sends. */
+/** The event a finished job sends: `batch.completed` or `batch.failed`. */
 export interface BatchEvent {
   readonly event: 'batch.completed' | 'batch.failed';
   readonly id: string;
