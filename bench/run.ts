@@ -149,7 +149,7 @@ const first = coldStart([
   "const { createEngine } = await import('./dist/index.js'); const v = await createEngine({ offline: true }).verify('ann@mailinator.com', { method: 'standard' }); if (v.state !== 'risky') process.exit(1); console.log(process.resourceUsage().maxRSS)",
 ]);
 console.log(
-  '\nCold start (median of 5 fresh processes; needs `npm run build`). Target (DESIGN 8): at most +100 ms (or 2.5x) and +30 MB over node -e 0\n',
+  '\nCold start (median of 5 fresh processes; needs `npm run build`). Target: at most +100 ms (or 2.5x) and +30 MB over node -e 0\n',
 );
 console.log('| process | wall ms | max RSS MB | over node -e 0 |');
 console.log('|---|---:|---:|---|');
@@ -178,7 +178,7 @@ printServiceTable(await serviceBench(corpus));
 // Charged verifies on the durable path, sequential and with 50 callers, authenticated too,
 // beside the raw better-sqlite3 ceiling measured in the same run (issue 11).
 printChargedThroughputTable(await chargedThroughputBench(corpus));
-// Filter matching does not grow with the number of IP filters (DESIGN 5.4).
+// Filter matching does not grow with the number of IP filters (a lookup, not a scan).
 printIpFilterTable(await ipFilterBench());
 
 // SMTP: session reuse against one connection per address, on loopback smtp-server.

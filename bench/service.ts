@@ -126,7 +126,7 @@ const IP_FILTERS = 10_000;
 const IP_BENCH_SIZE = Number(process.env.IP_FILTER_BENCH_SIZE ?? 5_000);
 
 /**
- * DESIGN 5.4: the cost of matching does not grow with the number of filters. The same
+ * The cost of matching does not grow with the number of filters. The same
  * addresses on an account without filters and on one with 10,000 IP filters (IPv4 hosts and
  * /24s, IPv6 hosts, /64s and /48s; none matches, so both verify and charge in full): online
  * on an in-memory Dns, where each address's MX hosts' IPv4 and IPv6 addresses are looked up

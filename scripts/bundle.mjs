@@ -1,8 +1,8 @@
 // `npm run build`, second half: after tsc has written the type declarations to dist/, esbuild
 // bundles each entry point into one ES module (shared code in dist/chunks/), so that importing
 // mailverdict reads a few files instead of resolving some 80 modules one by one: module
-// loading was most of the cold start (DESIGN 8). Dependencies stay external, except the
-// small pure ones the engine needs on its first verdict.
+// loading was most of the cold start (the bench's cold-start row). Dependencies stay external,
+// except the small pure ones the engine needs on its first verdict.
 import { readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';

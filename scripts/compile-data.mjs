@@ -36,7 +36,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(`${root}src/data/generated/lists.ts`, compileLists());
 }
 
-// IDNA 2008 data (DESIGN 2.1): 16 bits of properties per code point, run-length encoded
+// IDNA 2008 data (RFC 5892, UTS-46): 16 bits of properties per code point, run-length encoded
 // into src/data/generated/idna.ts. Unicode properties come from @unicode/unicode-15.0.0 (the
 // Unicode of Node 20.0's ICU, the oldest runtime we support: every character we let through
 // is one that String.prototype.normalize knows on every supported runtime, and NFC of
@@ -221,7 +221,7 @@ async function uts46Mappings() {
     if (status !== STATUS_MAPPING.mapped && status !== STATUS_MAPPING.ignored) continue;
     const [first, last] = Array.isArray(span) ? span : [span, span];
     const text = status === STATUS_MAPPING.ignored ? '' : mapping;
-    // DESIGN 2.1: a mapping must never add a label; only the three full stops map to '.'.
+    // A mapping must never add a label: only the three full stops of RFC 3490 3.1 map to '.'.
     if (text.includes('.') && text !== '.')
       throw new Error(`U+${first.toString(16)} maps to a dot`);
     for (let cp = first; cp <= last; cp++) entries.push([cp, text]);

@@ -1,7 +1,7 @@
 // Compiles the ICANN top-level domains of tldts's public suffix trie into
 // src/data/generated/tlds.ts (`npm run data`), so that the engine answers "does this TLD
 // exist" from a Set of about 1,500 names instead of loading tldts's 199 KB CommonJS bundle at
-// start-up (52-92 ms of Node's CommonJS scanner, DESIGN 8). test/data/tlds.test.ts holds the
+// start-up (52-92 ms of Node's CommonJS scanner). test/data/tlds.test.ts holds the
 // set against tldts itself, name by name.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -18,7 +18,7 @@ function aLabels(domain: string): string {
 }
 
 // [domain as written, verdict, the rule behind it]. Every row is also checked in its A-label
-// form, which must get the same verdict (DESIGN 2.1: one rule set for every label).
+// form, which must get the same verdict (one rule set for every label, RFC 5891 5.3).
 const CASES: ReadonlyArray<readonly [string, ParseErrorCode | 'ok', string]> = [
   // Hyphens: RFC 5891 4.2.3.1 and UTS-46 CheckHyphens, the same in U-labels and A-labels.
   ['ab--cd.com', 'invalid_idn', 'R-LDH label: -- in positions 3-4'],

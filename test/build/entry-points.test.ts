@@ -3,7 +3,8 @@ import { build, type Metafile } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 
 /**
- * DESIGN 8: an engine-only user loads none of the service, SQLite, SMTP or rate-limiter code.
+ * An engine-only user loads none of the service, SQLite, SMTP or rate-limiter code
+ * (docs/architecture.md, "Entry points").
  * Bundled the way `npm run build` bundles (scripts/bundle.mjs), the `mailverdict` entry's
  * statically reachable code is checked file by file; the SMTP client may only be a chunk
  * loaded on the first probe.

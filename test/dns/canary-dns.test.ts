@@ -20,7 +20,7 @@ function setup(zones: Parameters<typeof createMemoryDns>[0]) {
   return { dns, inner, changes, advance: (ms: number) => (now += ms) };
 }
 
-describe('DNS canary (DESIGN 4)', () => {
+describe('DNS canary', () => {
   it('passes NXDOMAIN through from a truthful resolver, checking it once', async () => {
     const { dns, inner, changes } = setup({ 'big-mail.test': ['mx.big-mail.test'] });
     expect(await dns.mx('gone.test')).toEqual({ kind: 'nxdomain' });

@@ -129,7 +129,7 @@ describe('engine.verify', () => {
     });
   });
 
-  it('maps null MX, NXDOMAIN, timeout and SERVFAIL as DESIGN 2.2 says', async () => {
+  it('maps null MX and NXDOMAIN to invalid_domain, timeout and SERVFAIL to risky', async () => {
     const { engine } = engineWithDns();
     expect(await engine.verify('a@null.io')).toMatchObject({
       state: 'undeliverable',
@@ -267,7 +267,7 @@ describe('engine.verify', () => {
 });
 
 describe('evidence behind a score', () => {
-  // DESIGN 2.3: offline, "the score is capped below what a DNS-verified address gets". A
+  // Offline, the score stays below what a DNS-verified address gets (DELIVERABLE_CEILING). A
   // domain literal names its mail host itself (RFC 5321 4.1.3): the mx check passes without
   // a lookup, which is no DNS evidence, offline or not. It scored 95, as if DNS had answered.
   it('a domain literal, offline, scores as an offline verdict', async () => {

@@ -12,7 +12,7 @@ const dns = () =>
     'other.org': ['mx.other.org'],
   });
 
-describe('smtp method: outcomes to verdicts (DESIGN 3, issue 3)', () => {
+describe('smtp method: outcomes to verdicts', () => {
   it.each<[ProbeClass, string, string, string | undefined]>([
     ['accepted', 'deliverable', 'accepted_email', undefined],
     ['rejected', 'undeliverable', 'rejected_email', 'smtp_rejected'],

@@ -3,7 +3,7 @@ import { createEngine } from '../../src/compose/engine.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
 
 /**
- * The engine's default resolver against lying resolvers on loopback (DESIGN 4): one that
+ * The engine's default resolver against lying resolvers on loopback (dns/canary-dns.ts): one that
  * answers NXDOMAIN for every name (a sandbox), one that answers an address for every name
  * (NXDOMAIN rewriting). Neither may turn into undeliverable or deliverable verdicts.
  */

@@ -76,7 +76,7 @@ describe('node DNS adapter against a real DNS server on loopback', () => {
     expect(answer).toEqual({ kind: 'failure', code: 'timeout' });
   });
 
-  it('turns each outcome into the verdict DESIGN 2.2 asks for', async () => {
+  it('turns each DNS outcome into its verdict: invalid, deliverable or risky', async () => {
     const engine = createEngine({ dns: dns(300) });
     const verdicts = await Promise.all(
       ['mx', 'nullmx', 'aonly', 'missing', 'empty', 'servfail', 'silent'].map((d) =>

@@ -22,9 +22,9 @@ import {
 import { redisAvailable, startRedisServer } from '../helpers/redis-server.js';
 
 /**
- * Model-based test of the credits ledger (DESIGN 5.3): random sequences of grants, reserves,
- * settles, releases, refunds, verifies (with and without idempotency keys, reused with the
- * same and with different requests, and copies of one request at once), plan changes, and
+ * Model-based test of the credits ledger (src/store/rules/ledger.ts): random sequences of grants,
+ * reserves, settles, releases, refunds, verifies (with and without idempotency keys, reused with
+ * the same and with different requests, and copies of one request at once), plan changes, and
  * moves of the clock past every hold's expiry followed by the sweep, run against the service
  * and against a plain model of what each should do. On memory and Redis the service runs in
  * the test's process; on SQLite and Redis it also runs in a child process that is SIGKILLed at

@@ -9,7 +9,7 @@ import { fcParams } from '../helpers/fast-check.js';
 import { fixture } from '../service/helpers.js';
 
 /**
- * The rate limiter against a model of fixed windows (DESIGN 5.2): bursts of concurrent
+ * The rate limiter against a model of fixed windows (per minute, per day): bursts of concurrent
  * requests at random moments; each burst admits exactly what the model says, and the
  * X-RateLimit figures (remaining, reset) match the model's minute window.
  */

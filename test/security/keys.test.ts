@@ -15,7 +15,7 @@ import { createMemoryStore } from '../../src/store/memory-store.js';
 import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
 
 /**
- * API keys at rest and in flight (DESIGN 5.1): a store holds only a key's SHA-256, a display
+ * API keys at rest and in flight: a store holds only a key's SHA-256, a display
  * prefix and its last four characters, whichever store it is; the whole key is never written
  * to a log, an error message or the 500 envelope.
  */

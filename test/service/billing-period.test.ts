@@ -96,7 +96,7 @@ describe('billingPeriodDates', () => {
 });
 
 describe('plans', () => {
-  it('carry the limits of DESIGN 5.2', () => {
+  it('carry the documented limits per minute and per day', () => {
     expect(Object.values(PLANS).map((p) => [p.name, p.perMinute, p.perDay])).toEqual([
       ['free', 10, 100],
       ['starter', 60, 10_000],

@@ -1,4 +1,4 @@
-// Credits under hostile or unlucky callers (issue 11, defects 1-4 and 10; DESIGN 5.3), on
+// Credits under hostile or unlucky callers (issue 11, defects 1-4 and 10), on
 // both stores: each case reproduces the defect as reported against the library API.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

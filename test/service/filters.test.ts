@@ -261,128 +261,125 @@ function recordingStore(inner: Store) {
   return { store, reads };
 }
 
-describe.each(STORES)(
-  'IP filters by lookup, not by scan (DESIGN 5.4), on %s',
-  (_name, makeStore) => {
-    const zones = {
-      'example.org': ['mx1.example.org', 'mx2.example.org'],
-      'dual.example.net': ['mx.dual.example.net'],
-      'mapped.example.net': ['mx.mapped.example.net'],
-    };
-    const hosts = {
-      'mx1.example.org': ['198.51.100.20'],
-      'mx2.example.org': ['2001:db8:7::25'],
-      'mx.dual.example.net': ['203.0.113.25', '2001:db8:9::25'],
-      'mx.mapped.example.net': ['::ffff:192.0.2.99'],
-    };
+describe.each(STORES)('IP filters by lookup, not by scan, on %s', (_name, makeStore) => {
+  const zones = {
+    'example.org': ['mx1.example.org', 'mx2.example.org'],
+    'dual.example.net': ['mx.dual.example.net'],
+    'mapped.example.net': ['mx.mapped.example.net'],
+  };
+  const hosts = {
+    'mx1.example.org': ['198.51.100.20'],
+    'mx2.example.org': ['2001:db8:7::25'],
+    'mx.dual.example.net': ['203.0.113.25', '2001:db8:9::25'],
+    'mx.mapped.example.net': ['::ffff:192.0.2.99'],
+  };
 
-    async function withIpFilters(
-      ranges: readonly string[],
-      action: (value: string) => 'block' | 'allow',
-      options: { offline?: boolean } = {},
-    ) {
-      const recording = recordingStore(makeStore());
-      const dns = countingDns(createMemoryDns(zones, hosts));
-      const base = await fixture({
-        store: recording.store,
-        engine: options.offline
-          ? { offline: true, parse: { allowDomainLiteral: true } }
-          : { dns, smtp: createMemorySmtp(), parse: { allowDomainLiteral: true } },
-        account: { credits: 1000 },
-      });
-      const caller = { accountId: base.accountId };
-      for (const value of ranges) {
-        await base.service.createFilter(caller, {
-          value,
-          type: 'ip_address',
-          action: action(value),
-        });
-      }
+  async function withIpFilters(
+    ranges: readonly string[],
+    action: (value: string) => 'block' | 'allow',
+    options: { offline?: boolean } = {},
+  ) {
+    const recording = recordingStore(makeStore());
+    const dns = countingDns(createMemoryDns(zones, hosts));
+    const base = await fixture({
+      store: recording.store,
+      engine: options.offline
+        ? { offline: true, parse: { allowDomainLiteral: true } }
+        : { dns, smtp: createMemorySmtp(), parse: { allowDomainLiteral: true } },
+      account: { credits: 1000 },
+    });
+    const caller = { accountId: base.accountId };
+    for (const value of ranges) {
       await base.service.createFilter(caller, {
-        value: 'blocked.example',
-        type: 'domain',
-        action: 'block',
+        value,
+        type: 'ip_address',
+        action: action(value),
       });
-      recording.reads.length = 0;
-      dns.calls.length = 0;
-      const verify = (email: string) => base.service.verify(caller, email, { method: 'quick' });
-      return { ...base, ...recording, dns, verify };
     }
+    await base.service.createFilter(caller, {
+      value: 'blocked.example',
+      type: 'domain',
+      action: 'block',
+    });
+    recording.reads.length = 0;
+    dns.calls.length = 0;
+    const verify = (email: string) => base.service.verify(caller, email, { method: 'quick' });
+    return { ...base, ...recording, dns, verify };
+  }
 
-    /** 2,000 IPv4 /32s and IPv6 /128s and /64s that match none of the addresses above. */
-    const many = Array.from({ length: 2000 }, (_, i) =>
-      i % 3 === 0
-        ? `10.${(i >> 8) & 255}.${i & 255}.1`
-        : i % 3 === 1
-          ? `2001:db8:ffff:${i.toString(16)}::1`
-          : `2001:db8:eeee:${i.toString(16)}::/64`,
+  /** 2,000 IPv4 /32s and IPv6 /128s and /64s that match none of the addresses above. */
+  const many = Array.from({ length: 2000 }, (_, i) =>
+    i % 3 === 0
+      ? `10.${(i >> 8) & 255}.${i & 255}.1`
+      : i % 3 === 1
+        ? `2001:db8:ffff:${i.toString(16)}::1`
+        : `2001:db8:eeee:${i.toString(16)}::/64`,
+  );
+
+  it('looks up the ranges of the prefix lengths in use, never reading every IP filter', async () => {
+    const { verify, reads } = await withIpFilters(
+      [...many, '198.51.100.0/24', '2001:db8:7::/48'],
+      () => 'block',
     );
+    expect((await verify('a@example.org')).verdict.reason).toBe('blocked_by_filter');
+    expect(reads).toEqual(['email x1', 'domain x2', 'ip prefixes', 'ip_address x5']);
+    // 2 IPs, one of each family: v4 /24 and /32, v6 /48, /64 and /128.
+  });
 
-    it('looks up the ranges of the prefix lengths in use, never reading every IP filter', async () => {
-      const { verify, reads } = await withIpFilters(
-        [...many, '198.51.100.0/24', '2001:db8:7::/48'],
-        () => 'block',
-      );
-      expect((await verify('a@example.org')).verdict.reason).toBe('blocked_by_filter');
-      expect(reads).toEqual(['email x1', 'domain x2', 'ip prefixes', 'ip_address x5']);
-      // 2 IPs, one of each family: v4 /24 and /32, v6 /48, /64 and /128.
+  it('does no IP work offline, nor for an account without IP filters', async () => {
+    const offline = await withIpFilters(many, () => 'block', { offline: true });
+    expect((await offline.verify('a@example.org')).charged).toBe(1);
+    expect(offline.reads).toEqual(['email x1', 'domain x2']);
+    // A domain literal carries its IP: that one is looked up even offline.
+    expect((await offline.verify('a@[10.0.6.1]')).verdict.reason).toBe('blocked_by_filter');
+
+    const none = await withIpFilters([], () => 'block');
+    expect((await none.verify('a@example.org')).verdict.reason).not.toBe('blocked_by_filter');
+    expect(none.reads).toEqual(['email x1', 'domain x2', 'ip prefixes']);
+    expect(none.dns.calls.filter((call) => call.startsWith('addresses'))).toEqual([]);
+  });
+
+  it('ranks matches of both families by size: an IPv4 host beats an IPv6 /33', async () => {
+    const { verify } = await withIpFilters(
+      ['2001:db8::/33', '203.0.113.25', '198.51.100.0/24', '2001:db8:7::25'],
+      (value) => (value === '2001:db8::/33' || value === '198.51.100.0/24' ? 'block' : 'allow'),
+    );
+    // mx.dual: 203.0.113.25 (a /32 allow) and 2001:db8:9::25 (in a /33 block).
+    expect((await verify('a@dual.example.net')).verdict.reason).toBe('allowed_by_filter');
+    // mx1: 198.51.100.20 (in a /24 block); mx2: 2001:db8:7::25 (a /128 allow).
+    expect((await verify('a@example.org')).verdict.reason).toBe('allowed_by_filter');
+  });
+
+  it('matches an IPv4-mapped IPv6 answer as the IPv4 address it carries', async () => {
+    const { verify } = await withIpFilters(['192.0.2.0/24'], () => 'block');
+    expect((await verify('a@mapped.example.net')).verdict.reason).toBe('blocked_by_filter');
+    expect((await verify('a@[IPv6:::ffff:192.0.2.5]')).verdict.reason).toBe('blocked_by_filter');
+  });
+
+  it("reads a domain's ranges once per job run, however many of its addresses it verifies", async () => {
+    const { service, accountId, reads, dns } = await withIpFilters(
+      ['198.51.100.0/24', '2001:db8:9::/48'],
+      () => 'block',
+    );
+    const emails = [
+      ...Array.from({ length: 20 }, (_, i) => `u${i}@example.org`),
+      ...Array.from({ length: 20 }, (_, i) => `u${i}@dual.example.net`),
+    ];
+    const caller = { accountId };
+    const { id } = await service.submitBatch(caller, { emails, method: 'quick' });
+    await service.batchWork.idle();
+    expect(await service.batchStatus(caller, id)).toMatchObject({
+      status: 'completed',
+      invalid: 40,
     });
-
-    it('does no IP work offline, nor for an account without IP filters', async () => {
-      const offline = await withIpFilters(many, () => 'block', { offline: true });
-      expect((await offline.verify('a@example.org')).charged).toBe(1);
-      expect(offline.reads).toEqual(['email x1', 'domain x2']);
-      // A domain literal carries its IP: that one is looked up even offline.
-      expect((await offline.verify('a@[10.0.6.1]')).verdict.reason).toBe('blocked_by_filter');
-
-      const none = await withIpFilters([], () => 'block');
-      expect((await none.verify('a@example.org')).verdict.reason).not.toBe('blocked_by_filter');
-      expect(none.reads).toEqual(['email x1', 'domain x2', 'ip prefixes']);
-      expect(none.dns.calls.filter((call) => call.startsWith('addresses'))).toEqual([]);
-    });
-
-    it('ranks matches of both families by size: an IPv4 host beats an IPv6 /33', async () => {
-      const { verify } = await withIpFilters(
-        ['2001:db8::/33', '203.0.113.25', '198.51.100.0/24', '2001:db8:7::25'],
-        (value) => (value === '2001:db8::/33' || value === '198.51.100.0/24' ? 'block' : 'allow'),
-      );
-      // mx.dual: 203.0.113.25 (a /32 allow) and 2001:db8:9::25 (in a /33 block).
-      expect((await verify('a@dual.example.net')).verdict.reason).toBe('allowed_by_filter');
-      // mx1: 198.51.100.20 (in a /24 block); mx2: 2001:db8:7::25 (a /128 allow).
-      expect((await verify('a@example.org')).verdict.reason).toBe('allowed_by_filter');
-    });
-
-    it('matches an IPv4-mapped IPv6 answer as the IPv4 address it carries', async () => {
-      const { verify } = await withIpFilters(['192.0.2.0/24'], () => 'block');
-      expect((await verify('a@mapped.example.net')).verdict.reason).toBe('blocked_by_filter');
-      expect((await verify('a@[IPv6:::ffff:192.0.2.5]')).verdict.reason).toBe('blocked_by_filter');
-    });
-
-    it("reads a domain's ranges once per job run, however many of its addresses it verifies", async () => {
-      const { service, accountId, reads, dns } = await withIpFilters(
-        ['198.51.100.0/24', '2001:db8:9::/48'],
-        () => 'block',
-      );
-      const emails = [
-        ...Array.from({ length: 20 }, (_, i) => `u${i}@example.org`),
-        ...Array.from({ length: 20 }, (_, i) => `u${i}@dual.example.net`),
-      ];
-      const caller = { accountId };
-      const { id } = await service.submitBatch(caller, { emails, method: 'quick' });
-      await service.batchWork.idle();
-      expect(await service.batchStatus(caller, id)).toMatchObject({
-        status: 'completed',
-        invalid: 40,
-      });
-      // Submission reads the email and domain filters; the run, the prefixes once and each
-      // domain's ranges once: a /24 or a /48 for each of its two IPs (example.org's two
-      // hosts, dual.example.net's one host of both families).
-      expect(reads.filter((read) => read.startsWith('ip'))).toEqual([
-        'ip prefixes',
-        'ip_address x2',
-        'ip_address x2',
-      ]);
-      expect(dns.calls.filter((call) => call.startsWith('addresses')).length).toBeGreaterThan(0);
-    });
-  },
-);
+    // Submission reads the email and domain filters; the run, the prefixes once and each
+    // domain's ranges once: a /24 or a /48 for each of its two IPs (example.org's two
+    // hosts, dual.example.net's one host of both families).
+    expect(reads.filter((read) => read.startsWith('ip'))).toEqual([
+      'ip prefixes',
+      'ip_address x2',
+      'ip_address x2',
+    ]);
+    expect(dns.calls.filter((call) => call.startsWith('addresses')).length).toBeGreaterThan(0);
+  });
+});

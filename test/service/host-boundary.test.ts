@@ -222,7 +222,7 @@ describe.each(STORES)('amounts at Number.MAX_SAFE_INTEGER on the %s store', (_na
       account: { credits: 0 },
     });
     const top = Number.MAX_SAFE_INTEGER;
-    // DESIGN 5.3: amounts and balances up to the bound; only what would pass it is refused.
+    // Amounts and balances up to the bound (MAX_LEDGER_AMOUNT); only what would pass it is refused.
     const granted = await service.admin.grantCredits(accountId, top, { ref: 'all-of-it' });
     expect(granted.balance).toEqual({ available: top, reserved: 0, used: 0, total: top });
     const over = await refusal(service.admin.grantCredits(accountId, 1));

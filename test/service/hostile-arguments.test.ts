@@ -448,7 +448,7 @@ const WITHOUT_PARAMETERS = new Set([
 ]);
 
 /**
- * The batch endpoints (DESIGN 5.5, issue 12), called by name: they are typed in their own
+ * The batch endpoints, called by name: they are typed in their own
  * module, and a table row must not fail to compile where they are not there yet.
  */
 function batch(w: World, entry: string, ...args: unknown[]): Promise<unknown> {

@@ -60,7 +60,7 @@ describe.each(stores)('rate limits on the %s store', (_name, makeStore) => {
     const { service, secret } = await fixture({ store: makeStore(), account: { plan: 'free' } });
     const hit = () => service.authenticate({ apiKey: secret, endpoint: 'verify' });
     const first = await hit();
-    // X-RateLimit-Reset is Unix seconds, an integer (DESIGN 5.2).
+    // X-RateLimit-Reset is Unix seconds, an integer.
     expect(first.rateLimit).toEqual({ limit: 10, remaining: 9, reset: (start + 60_000) / 1000 });
     for (let i = 0; i < 9; i++) await hit();
     vi.setSystemTime(start + 59_000);

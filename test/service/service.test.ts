@@ -62,7 +62,7 @@ describe('accounts', () => {
     });
   });
 
-  it('gives the account object of DESIGN 5.3 with monthly billing periods', async () => {
+  it('gives the account object with monthly billing periods', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(Date.UTC(2026, 1, 20, 12)); // 20 Feb 2026
     const { service, accountId, secret } = await fixture({
@@ -79,7 +79,7 @@ describe('accounts', () => {
       credits: { available: 38, reserved: 0, used: 2, total: 40 },
       rate_limit: { per_minute: 60, remaining: 59 },
       // Anchored on the 31st: January's period runs to Feb 27 inclusive, the next one
-      // starting on Feb 28, the month's last day (DESIGN 5.3: YYYY-MM-DD, end inclusive).
+      // starting on Feb 28, the month's last day (YYYY-MM-DD, end inclusive).
       billing_period: { start: '2026-01-31', end: '2026-02-27' },
     });
     expect(accountId).toBe(caller.accountId);
@@ -375,7 +375,7 @@ describe('verify with credits', () => {
         method: 'standard',
         requestId: 'req-42',
       });
-      // The first answer again (DESIGN 5.3), charged once.
+      // The first answer again (the key is bound to it), charged once.
       expect(result.charged).toBe(2);
     }
     expect((await service.admin.getAccount(accountId)).credits.available).toBe(8);

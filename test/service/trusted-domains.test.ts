@@ -16,7 +16,7 @@ describe('trusted domains of public keys', () => {
     expect(hostTrusted('example.com', ['example.com'])).toBe(true);
   });
 
-  it('refuses a public suffix, bare or as a wildcard (DESIGN 5.1)', () => {
+  it('refuses a public suffix, bare or as a wildcard', () => {
     for (const pattern of ['com', '*.com', 'co.uk', '*.co.uk', '*.github.io', 'CO.UK', '*.рф']) {
       expect(canonicalTrustedDomain(pattern)).toBeUndefined();
     }
