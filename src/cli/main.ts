@@ -261,7 +261,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     )
     .option(
       '--trusted-domain <host>',
-      'public keys: a page host that may use it, *.example.com for subdomains (repeatable)',
+      'public keys: a page host that may use it over https, *.example.com for subdomains, http://host for http pages too (repeatable)',
       collect,
     )
     .action(run((flags: KeyCreateFlags) => keysCreate(flags, io)));

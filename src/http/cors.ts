@@ -18,7 +18,9 @@ export const PREFLIGHT_MAX_AGE_S = 600;
 
 /**
  * The answer to a preflight of GET /v1/verify from `origin`; `allow` is the route's own list,
- * the same whether or not the OPTIONS came from a page.
+ * the same whether or not the OPTIONS came from a page. An opaque origin (`null`: a sandboxed
+ * iframe, a `data:` page) is granted nothing: no key trusts it, and `Access-Control-Allow-Origin:
+ * null` would let every such page read the answer.
  */
 export function preflightReply(
   origin: string,
@@ -29,7 +31,7 @@ export function preflightReply(
     allow,
     vary: 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers',
   };
-  if (requestedMethod === 'GET') {
+  if (requestedMethod === 'GET' && origin !== 'null') {
     headers['access-control-allow-origin'] = origin;
     headers['access-control-allow-methods'] = 'GET';
     headers['access-control-allow-headers'] = ALLOWED_HEADERS;

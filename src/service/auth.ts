@@ -6,7 +6,7 @@ import { canonicalRange, clientKey, ipInRange } from './ip-ranges.js';
 import { PLANS, type Plan } from './plans.js';
 import type { RateLimitStatus } from './rate-limit-status.js';
 import { invalidRequest, ServiceError } from './service-error.js';
-import { canonicalTrustedDomain, hostTrusted, requestHost } from './trusted-domains.js';
+import { canonicalTrustedDomain, originTrusted, requestOrigin } from './trusted-domains.js';
 import {
   answering,
   optionalHeader,
@@ -317,8 +317,8 @@ function clientRefusal(key: KeyRecord, request: AuthRequest): string | undefined
   if (request.endpoint !== 'verify') {
     return 'A public key may only verify single addresses; use a private key.';
   }
-  const host = requestHost(request.origin, request.referer);
-  if (host === undefined || !hostTrusted(host, key.trustedDomains)) {
+  const page = requestOrigin(request.origin, request.referer);
+  if (page === undefined || !originTrusted(page, key.trustedDomains)) {
     return "The page's origin is not one of this key's trusted domains.";
   }
   if (clientKey(request.clientIp ?? '') === undefined) {

@@ -62,7 +62,8 @@ describe('mailverdict/client as a browser bundle', () => {
     beforeAll(async () => {
       const fixture = await apiFixture();
       const { accountId } = await fixture.account();
-      publicKey = await fixture.publicKey(accountId, [TRUSTED_HOST]);
+      // The page is served over http: its domain is trusted with http:// written.
+      publicKey = await fixture.publicKey(accountId, [`http://${TRUSTED_HOST}`]);
       api = createServer(
         createNodeListener(createHandler(fixture.service, { onError: () => undefined })),
       );

@@ -537,6 +537,39 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
         expect(byReferer.status).toBe(200);
       });
 
+      it('refuses Origin: null (a sandboxed iframe, a data: page) whatever its Referer, and never grants it', async () => {
+        const sandboxed = await client.call('/v1/verify?email=deliverable@example.com', {
+          headers: bearer(publicKey, { origin: 'null', referer: 'https://app.example.org/' }),
+        });
+        expect(sandboxed.status).toBe(403);
+        expect(sandboxed.headers.get('access-control-allow-origin')).toBeNull();
+        const preflight = await client.call('/v1/verify', {
+          method: 'OPTIONS',
+          headers: { origin: 'null', 'access-control-request-method': 'GET' },
+        });
+        expect(preflight.status).toBe(204);
+        expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+      });
+
+      it('trusts a page served over http only where its domain is listed with http://', async () => {
+        const path = '/v1/verify?email=deliverable@example.com';
+        for (const page of [
+          { origin: 'http://app.example.org' },
+          { referer: 'http://app.example.org/' },
+        ]) {
+          const refused = await client.call(path, { headers: bearer(publicKey, page) });
+          expect(refused.status).toBe(403);
+          expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+        }
+        const own = await api.account();
+        const plain = await api.publicKey(own.accountId, ['http://app.example.org']);
+        for (const origin of ['http://app.example.org', 'https://app.example.org']) {
+          const admitted = await client.call(path, { headers: bearer(plain, { origin }) });
+          expect(admitted.status).toBe(200);
+          expect(admitted.headers.get('access-control-allow-origin')).toBe(origin);
+        }
+      });
+
       it('keeps public keys to single verify', async () => {
         const headers = bearer(publicKey, { origin: 'https://app.example.org' });
         for (const path of ['/v1/account', '/v1/filters']) {

@@ -57,7 +57,8 @@ describe.skipIf(!runnable)('a browser page with a public key', () => {
   beforeAll(async () => {
     const fixture = await apiFixture();
     const { accountId } = await fixture.account();
-    publicKey = await fixture.publicKey(accountId, [TRUSTED_HOST]);
+    // The page is served over http: its domain is trusted with http:// written.
+    publicKey = await fixture.publicKey(accountId, [`http://${TRUSTED_HOST}`]);
     const handler = createHandler(fixture.service, { onError: () => undefined });
     api = createServer(
       createNodeListener(async (request) => {
