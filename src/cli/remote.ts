@@ -90,6 +90,8 @@ export interface RemoteRunOptions {
   readonly onProgress?: (processed: number) => void;
   /** How large a job may be (tests make them small). */
   readonly limits?: ChunkLimits;
+  /** Names the address at a position for a message (`line 12`). */
+  readonly whereIs?: (position: number) => string;
 }
 
 export interface ChunkLimits {
@@ -113,10 +115,11 @@ export async function* remoteResults(
   let done = 0;
   for await (const chunk of inChunks(addresses, options.limits)) {
     const { signal } = options;
-    const job = await client.submitBatch(chunk, {
-      method: options.method,
-      ...(signal === undefined ? {} : { signal }),
-    });
+    const job = await client
+      .submitBatch(chunk, { method: options.method, ...(signal === undefined ? {} : { signal }) })
+      .catch((error: unknown) => {
+        throw refusedAddress(error, done, options.whereIs) ?? error;
+      });
     const status = await client.waitForBatch(job.id, {
       ...(signal === undefined ? {} : { signal }),
       onProgress: (progress) => options.onProgress?.(done + progress.processed),
@@ -143,6 +146,28 @@ export async function* remoteResults(
     }
     done += chunk.length;
   }
+}
+
+const REFUSED_ITEM = /^emails\[(\d+)\] /;
+
+/**
+ * A submission refused for one of its addresses (`emails[12] contains a control character`),
+ * as a usage error that says where that address is in the input; undefined for anything else.
+ */
+function refusedAddress(
+  error: unknown,
+  offset: number,
+  whereIs: ((position: number) => string) | undefined,
+): UsageError | undefined {
+  if (!(error instanceof ApiError) || error.status !== 400 || whereIs === undefined) {
+    return undefined;
+  }
+  const item = REFUSED_ITEM.exec(error.message);
+  if (item === null) return undefined;
+  const reason = error.message.slice(item[0].length);
+  return new UsageError(
+    `${whereIs(offset + Number(item[1]))}: the server refuses this address: it ${reason}`,
+  );
 }
 
 /** The addresses in chunks a job takes, read as they are needed. */

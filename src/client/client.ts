@@ -132,6 +132,7 @@ export interface Client {
 
 /** The deadline of a verify that probes mailboxes: the server gives it 180 s. */
 export const SMTP_VERIFY_TIMEOUT_MS = 200_000;
+/** waitForBatch's longest wait between two polls, by default. */
 export const DEFAULT_POLL_MS = 2_000;
 const FIRST_POLL_MS = 250;
 const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
@@ -200,7 +201,7 @@ export function createClient(options: ClientOptions): Client {
       return transport.rateLimit;
     },
 
-    verify<const O extends VerifyOptions>(email: string, verifyOptions?: O) {
+    async verify<const O extends VerifyOptions>(email: string, verifyOptions?: O) {
       const given: VerifyOptions = verifyOptions ?? {};
       if (typeof email !== 'string') throw new TypeError('email must be a string');
       const probes =
@@ -219,7 +220,7 @@ export function createClient(options: ClientOptions): Client {
       });
     },
 
-    submitBatch(emails, submit = {}) {
+    async submitBatch(emails, submit = {}) {
       if (!Array.isArray(emails)) throw new TypeError('emails must be an array of strings');
       return transport.json<BatchCreated>({
         method: 'POST',
@@ -230,7 +231,7 @@ export function createClient(options: ClientOptions): Client {
       });
     },
 
-    batch(id, batchOptions = {}) {
+    async batch(id, batchOptions = {}) {
       return transport.json<BatchStatus>({
         method: 'GET',
         path: `v1/verify/${pathId(id)}`,
@@ -331,7 +332,7 @@ export function createClient(options: ClientOptions): Client {
     },
 
     filters: {
-      create(filter, filterOptions = {}) {
+      async create(filter, filterOptions = {}) {
         return transport.json<Filter>({
           method: 'POST',
           path: 'v1/filters',
@@ -339,7 +340,7 @@ export function createClient(options: ClientOptions): Client {
           ...call(filterOptions),
         });
       },
-      list(query = {}, listOptions = {}) {
+      async list(query = {}, listOptions = {}) {
         return transport.json<FilterPage>({
           method: 'GET',
           path: 'v1/filters',
@@ -347,7 +348,7 @@ export function createClient(options: ClientOptions): Client {
           ...call(listOptions),
         });
       },
-      delete(id, deleteOptions = {}) {
+      async delete(id, deleteOptions = {}) {
         return transport.json<FilterDeleted>({
           method: 'DELETE',
           path: `v1/filters/${pathId(id)}`,
@@ -356,7 +357,7 @@ export function createClient(options: ClientOptions): Client {
       },
     },
 
-    account(accountOptions = {}) {
+    async account(accountOptions = {}) {
       return transport.json<Account>({
         method: 'GET',
         path: 'v1/account',

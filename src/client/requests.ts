@@ -114,6 +114,7 @@ export const BATCH_FIELDS = {
   string
 >;
 
+/** The JSON body of `POST /v1/verify`. */
 export function batchBody(
   emails: readonly string[],
   options: SubmitBatchOptions,
@@ -141,6 +142,7 @@ export const FILTER_FIELDS = {
   reason: 'reason',
 } as const satisfies Record<keyof NewFilter, string>;
 
+/** The JSON body of `POST /v1/filters`. */
 export function filterBody(filter: NewFilter): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   for (const key of Object.keys(FILTER_FIELDS) as (keyof NewFilter)[]) {
@@ -165,6 +167,7 @@ export const FILTER_PARAMETERS = {
   perPage: 'per_page',
 } as const satisfies Record<keyof FilterQuery, string>;
 
+/** The query of `GET /v1/filters`. */
 export function filterQuery(query: FilterQuery): Record<string, string> {
   const out: Record<string, string> = {};
   for (const key of Object.keys(FILTER_PARAMETERS) as (keyof FilterQuery)[]) {

@@ -7,6 +7,7 @@
  */
 import { ApiError, isTransient, NetworkError } from './errors.js';
 
+/** Retries after the first attempt, by default. */
 export const DEFAULT_MAX_RETRIES = 3;
 /** The ceiling of the first backoff; it doubles with each retry. */
 export const BACKOFF_BASE_MS = 500;
@@ -18,6 +19,7 @@ export const BACKOFF_MAX_MS = 20_000;
  */
 export const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
 
+/** What decides the retries of one client. */
 export interface RetryPolicy {
   readonly maxRetries: number;
   readonly maxRetryAfterMs: number;

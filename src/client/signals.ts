@@ -85,8 +85,3 @@ export function anySignal(signals: readonly (AbortSignal | undefined)[]): {
     dispose: () => present.forEach((signal) => signal.removeEventListener('abort', onAbort)),
   };
 }
-
-/** Throws the reason of the first aborted signal, if any. */
-export function throwIfAborted(signals: readonly (AbortSignal | undefined)[]): void {
-  for (const signal of signals) if (signal?.aborted === true) throw signal.reason;
-}

@@ -4,7 +4,7 @@ import { parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry.js';
 import { anySignal, Deadline } from './signals.js';
 import type { ErrorEnvelope, RateLimit } from './types.js';
 
-/** Wires the client's calls to fetch: retries, deadlines, bounded reads, the rate limit seen. */
+/** What a Transport is built with: the client's options, resolved. */
 export interface TransportSettings {
   /** Ends in `/`, without query or fragment: paths are resolved against it. */
   readonly baseUrl: URL;
@@ -18,6 +18,7 @@ export interface TransportSettings {
   readonly now: () => number;
 }
 
+/** One call of the API, as the client's methods describe it. */
 export interface ApiRequest {
   readonly method: 'GET' | 'POST' | 'DELETE';
   /** Relative to baseUrl, without a leading `/` (`v1/verify`). */
@@ -36,12 +37,14 @@ export interface OpenAnswer {
   readonly deadline: Deadline;
 }
 
+/** The deadline of one attempt, by default (and the idle timeout of a download). */
 export const DEFAULT_TIMEOUT_MS = 60_000;
 /** JSON answers are small (a filter page is some 30 KB): anything past this is not the API. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 
 const RATE_HEADER = /^\d{1,15}$/;
 
+/** Wires the client's calls to fetch: retries, deadlines, bounded reads, the rate limit seen. */
 export class Transport {
   /** The rate limit reported by the last answer that carried one. */
   rateLimit: RateLimit | undefined;
@@ -269,6 +272,7 @@ function tooLarge(what: string, limit: number): NetworkError {
   );
 }
 
+/** The chunks as one array of `size` bytes (the one chunk itself when there is one). */
 export function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
   if (chunks.length === 1) return chunks[0] as Uint8Array;
   const out = new Uint8Array(size);

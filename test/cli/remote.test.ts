@@ -190,6 +190,24 @@ describe('batch --server', () => {
     }
   });
 
+  it('an address the server will not take stops the run, naming its line', async () => {
+    const remote = await run(
+      ['batch', ...server, '-'],
+      'ann@example.org\n\nbad\u0001x@example.org\n',
+    );
+    expect(remote.code).toBe(2);
+    expect(remote.err).toBe(
+      'mailverdict: line 3 of standard input: the server refuses this address: it contains a control character\n',
+    );
+    const csv = await run(
+      ['batch', '--csv', ...server, '-'],
+      `email\n${'x'.repeat(1100)}@example.org\n`,
+    );
+    expect(csv.err).toMatch(
+      /^mailverdict: row 2 of standard input: the server refuses this address: it must be a string of 1 to 1024 characters/,
+    );
+  });
+
   it("shows the progress bar on a terminal, from the server's progress", async () => {
     const remote = await run(['batch', ...server, '-'], list.join('\n'), { stderrIsTty: true });
     expect(remote.code).toBe(0);

@@ -217,6 +217,12 @@ describe('mailverdict/client on loopback', () => {
     await expect(api.account()).rejects.toThrow('shutting down');
   });
 
+  it('a call given what it cannot send rejects (it never throws synchronously)', async () => {
+    const { client: api } = await client();
+    const rejected = [api.batch(''), api.filters.delete(''), api.verify(42 as unknown as string)];
+    for (const call of rejected) await expect(call).rejects.toThrow(TypeError);
+  });
+
   it('refuses a baseUrl or key it could not use', () => {
     expect(() => createClient({ baseUrl: 'ftp://x', apiKey: 'k' })).toThrow(TypeError);
     expect(() => createClient({ baseUrl: 'not a url', apiKey: 'k' })).toThrow(TypeError);

@@ -165,6 +165,7 @@ export async function batchCommand(
         method,
         signal: controller.signal,
         onProgress: (processed) => bar?.update(processed),
+        whereIs: (position) => where(reading.get(position)?.index ?? 0),
       })) {
         await land(position, input, record);
       }

@@ -49,6 +49,7 @@ export async function verifyCommand(
   } else {
     for await (const { position, input, record } of remoteResults(client, addresses, {
       method,
+      whereIs: (position) => `argument ${position + 1}`,
     })) {
       verified[position] = { input, record };
     }
