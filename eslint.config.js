@@ -45,6 +45,11 @@ export default tseslint.config(
               name: 'better-sqlite3',
               message: 'Native module: only src/adapters may load it (mailverdict/sqlite).',
             },
+            {
+              name: 'pino',
+              message:
+                'The library logs through the Logger port (src/ports/logger.ts); only the CLI composes pino.',
+            },
           ],
         },
       ],

@@ -42,6 +42,8 @@ export { signWebhook, WEBHOOK_RETRY_SCHEDULE_MS } from './service/batch/webhooks
 // Where jobs run: in process by default; mailverdict/bullmq brings a queue runner.
 export type { BatchRunner, BatchRunnerFactory, JobWork } from './ports/batch-runner.js';
 export type { JobWorkSettings } from './service/batch/job-work.js';
+// The logger port the service and the HTTP handler write their lines to (a pino logger is one).
+export type { LogFields, Logger, LogLevel } from './ports/logger.js';
 export { ServiceError, SERVICE_ERROR_STATUS } from './service/service-error.js';
 export type { ServiceErrorCode } from './service/service-error.js';
 export { PLANS, PLAN_NAMES, PUBLIC_KEY_DAILY_LIMIT } from './service/plans.js';

@@ -30,9 +30,11 @@ import { verifyCommand, type VerifyFlags } from './commands/verify.js';
 import { workerCommand, type WorkerFlags } from './commands/worker.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { processIo, type CliIo } from './io.js';
+import { CLI_LOG_LEVELS, DEFAULT_LOG_LEVEL } from './logger.js';
 import { remoteFailure } from './remote.js';
 import { DEFAULT_DB, serviceFailure, type FileFlags } from './service-file.js';
 import { escapeForTerminal } from './terminal.js';
+import { ServiceError } from '../service/service-error.js';
 
 /** Our package.json: two folders up from src/cli/main.ts and from dist/cli/bin.js alike. */
 function version(): string {
@@ -143,7 +145,17 @@ function withServeFlags(command: Command): Command {
       .option(
         '--keep-alive-timeout <ms>',
         `how long an idle connection stays open (default: ${KEEP_ALIVE_TIMEOUT_MS})`,
-      ),
+      )
+      .option('--access-log', 'log one line per request (method, route, status, duration, key id)'),
+  );
+}
+
+/** `--log-level`: the JSON lines serve and worker write on stderr. */
+function withLogFlags(command: Command): Command {
+  return command.addOption(
+    new Option('--log-level <level>', 'JSON log lines on stderr from this level up')
+      .choices(CLI_LOG_LEVELS)
+      .default(DEFAULT_LOG_LEVEL),
   );
 }
 
@@ -219,32 +231,39 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       .option('--account <id>', "the account (default: the file's only one)");
 
   onFile(
-    withServeFlags(
-      program
-        .command('serve')
-        .description(
-          'serve the /v1 HTTP API on a SQLite file (or --redis); the first start creates an account and prints its key once',
-        ),
+    withLogFlags(
+      withServeFlags(
+        program
+          .command('serve')
+          .description(
+            'serve the /v1 HTTP API on a SQLite file (or --redis); the first start creates an account and prints its key once',
+          ),
+      ),
     ),
   ).action(run((flags: ServeFlags) => serveCommand(flags, io)));
 
-  withConnectionFlags(
-    program
-      .command('worker')
-      .description('verify batch chunks from the queue of a Redis shared with `serve --redis`')
-      .option('--redis <url>', 'the Redis the API processes use (required)')
-      .option(
-        '--base-url <url>',
-        "jobs stored by older versions only: the API's public URL (a job keeps its server's)",
-      )
-      .option('--jobs <n>', 'chunks verified at once (default: 2)')
-      .option('--concurrency <domains>', 'domains verified at once per chunk (default: 50)')
-      .option('--smtp-per-host <n>', 'SMTP sessions to one mail host at once, across all workers')
-      .option('--chunk-size <n>', 'addresses per chunk of jobs this worker queues (default: 500)')
-      .option('--lock-ms <ms>', "a dead worker's chunk goes to another after this (default: 30000)")
-      .option('--port <port>', 'serve GET /health, /ready and /metrics on this port (no API)')
-      .option('--host <address>', 'address of --port', '127.0.0.1')
-      .option('--no-metrics', 'with --port: no GET /metrics'),
+  withLogFlags(
+    withConnectionFlags(
+      program
+        .command('worker')
+        .description('verify batch chunks from the queue of a Redis shared with `serve --redis`')
+        .option('--redis <url>', 'the Redis the API processes use (required)')
+        .option(
+          '--base-url <url>',
+          "jobs stored by older versions only: the API's public URL (a job keeps its server's)",
+        )
+        .option('--jobs <n>', 'chunks verified at once (default: 2)')
+        .option('--concurrency <domains>', 'domains verified at once per chunk (default: 50)')
+        .option('--smtp-per-host <n>', 'SMTP sessions to one mail host at once, across all workers')
+        .option('--chunk-size <n>', 'addresses per chunk of jobs this worker queues (default: 500)')
+        .option(
+          '--lock-ms <ms>',
+          "a dead worker's chunk goes to another after this (default: 30000)",
+        )
+        .option('--port <port>', 'serve GET /health, /ready and /metrics on this port (no API)')
+        .option('--host <address>', 'address of --port', '127.0.0.1')
+        .option('--no-metrics', 'with --port: no GET /metrics'),
+    ),
   ).action(run((flags: WorkerFlags) => workerCommand(flags, io)));
 
   const keys = program.command('keys').description('API keys of the account');
@@ -353,9 +372,19 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       io.stderr.write(`mailverdict: ${escapeForTerminal(remote.message)}\n`);
       return remote.usage ? EXIT.usage : EXIT.failure;
     }
-    io.stderr.write(`mailverdict: ${escapeForTerminal((error as Error).message)}\n`);
+    io.stderr.write(`mailverdict: ${escapeForTerminal(failureText(error))}\n`);
     return EXIT.failure;
   }
+}
+
+/**
+ * A failure in one line for the operator at the terminal: the service's words for clients,
+ * and the store's own after them (an API client is never shown those; the operator is).
+ */
+function failureText(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const cause = error instanceof ServiceError ? error.cause : undefined;
+  return cause instanceof Error ? `${text} (${cause.message})` : text;
 }
 
 /** Commander's error text as our one line: `mailverdict: unknown option '--jsn' (did you mean --json?; ...)`. */

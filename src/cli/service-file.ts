@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createEngine, type EngineOptions } from '../compose/engine.js';
 import { optional } from '../optional.js';
+import type { Logger } from '../ports/logger.js';
 import type { Observer } from '../ports/observer.js';
 import type { Store } from '../ports/store.js';
 import type { BatchOptions } from '../service/batch/batch.js';
@@ -20,10 +21,14 @@ export interface FileFlags {
 
 export const DEFAULT_DB = 'mailverdict.db';
 
-/** What builds a service besides its store: the engine's options, an observer, batch settings. */
+/**
+ * What builds a service besides its store: the engine's options, an observer, a logger, batch
+ * settings.
+ */
 export interface ServiceParts {
   readonly engine?: EngineOptions;
   readonly observer?: Observer;
+  readonly logger?: Logger;
   readonly batch?: BatchOptions;
 }
 
@@ -42,6 +47,7 @@ export async function openService(flags: FileFlags, parts: ServiceParts = {}): P
     }),
     store,
     ...optional('batch', parts.batch),
+    ...optional('logger', parts.logger),
   });
 }
 

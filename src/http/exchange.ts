@@ -48,6 +48,24 @@ export class Exchange {
     readonly config: HandlerConfig,
   ) {}
 
+  #clientIp: string | null | undefined;
+
+  /**
+   * The client's IP: the peer address the host reports, or through a trusted proxy the first
+   * untrusted hop of X-Forwarded-For; null when the host reports none.
+   */
+  get clientIp(): string | null {
+    if (this.#clientIp === undefined) {
+      this.#clientIp =
+        resolveClientIp(
+          this.config.clientIp(this.request),
+          this.request.headers.get('x-forwarded-for'),
+          this.config.trustedProxies,
+        ) ?? null;
+    }
+    return this.#clientIp;
+  }
+
   /**
    * Authenticates the key the request presents (the bearer header, else `api_key`), from the
    * client IP the host reports (X-Forwarded-For only through a trusted proxy) and the page's
@@ -64,12 +82,7 @@ export class Exchange {
         endpoint,
         authorization,
         apiKey: apiKey ?? null,
-        clientIp:
-          resolveClientIp(
-            this.config.clientIp(this.request),
-            headers.get('x-forwarded-for'),
-            this.config.trustedProxies,
-          ) ?? null,
+        clientIp: this.clientIp,
         origin,
         referer: headers.get('referer'),
       });

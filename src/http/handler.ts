@@ -1,3 +1,4 @@
+import type { Logger } from '../ports/logger.js';
 import { baseUrlOf } from '../service/batch/results.js';
 import { ServiceError } from '../service/service-error.js';
 import type { Service } from '../service/service.js';
@@ -77,9 +78,21 @@ export interface HandlerOptions {
   readonly maxJsonElements?: number;
   /**
    * Told of every error that became a 500 (bugs, a failing store), with the request, for
-   * logging: the client sees only a generic `internal_error`. Default: console.error.
+   * logging: the client sees only a generic `internal_error`. Default: `logger.error`, or
+   * console.error without a logger.
    */
   readonly onError?: (error: unknown, request: HandlerRequest) => void;
+  /**
+   * Where the handler writes its lines (a pino logger is one): each 500 with its error and,
+   * with `accessLog`, one line per request. Default: none.
+   */
+  readonly logger?: Logger;
+  /**
+   * One `info` line per request on `logger`: method, route template (never the path, whose ids
+   * vary, nor the query, which may hold a key), status, duration, the key's id (never the key)
+   * and the client IP. Default false.
+   */
+  readonly accessLog?: boolean;
   /**
    * `GET /health`, `GET /ready` and, with a `metrics` endpoint, `GET /metrics` (which is then
    * told of every request), beside /v1: no key, no rate limit. Default none here, since a
@@ -124,16 +137,18 @@ interface Method {
 interface Route {
   /** The route's name, for metrics: never the path, whose ids would make a label per job. */
   readonly name: string;
+  /** Its path template (`/v1/verify/{id}`), for logs: never the path itself. */
+  readonly path: string;
   /** The methods and what each does; OPTIONS is answered for every route. */
   readonly methods: Readonly<Record<string, Method>>;
   readonly allow: string;
 }
 
-function route(name: string, methods: Record<string, Method>): Route {
+function route(name: string, path: string, methods: Record<string, Method>): Route {
   // RFC 9110 9.3.2: HEAD is GET without the content, wherever GET is.
   const all =
     methods.GET === undefined ? methods : { GET: methods.GET, HEAD: methods.GET, ...methods };
-  return { name, methods: all, allow: [...Object.keys(all), 'OPTIONS'].join(', ') };
+  return { name, path, methods: all, allow: [...Object.keys(all), 'OPTIONS'].join(', ') };
 }
 
 /** The route table (routes.ts), each operation with its handler. */
@@ -143,7 +158,7 @@ const API = new Map<RouteName, Route>(
     for (const [method, operation] of Object.entries(spec.operations)) {
       methods[method] = { operation, handle: HANDLERS[operation.operationId as OperationId] };
     }
-    return [name as RouteName, route(name, methods)];
+    return [name as RouteName, route(name, spec.path, methods)];
   }),
 );
 
@@ -186,58 +201,95 @@ export function createHandler(service: Service, options: HandlerOptions = {}): F
       maxElements: options.maxJsonElements ?? MAX_JSON_ELEMENTS,
     },
   };
+  const { logger } = options;
   const onError =
     options.onError ??
-    ((error: unknown) => {
-      console.error('mailverdict: internal error answering a request:', error);
-    });
+    (logger === undefined
+      ? (error: unknown) => {
+          console.error('mailverdict: internal error answering a request:', error);
+        }
+      : undefined);
 
   const operations = new Map<string, Route>();
   if (options.operations !== undefined) {
     for (const [path, handle] of operationsRoutes(service, options.operations)) {
-      operations.set(path, route(path.slice(1), { GET: { operation: undefined, handle } }));
+      operations.set(path, route(path.slice(1), path, { GET: { operation: undefined, handle } }));
     }
   }
   const observe = options.operations?.metrics?.observeRequest?.bind(options.operations.metrics);
+  const accessLog = options.accessLog === true ? logger : undefined;
 
-  const answerRequest = async (request: HandlerRequest, found: { route?: Route }) => {
-    let exchange: Exchange | undefined;
+  const answerRequest = async (request: HandlerRequest, found: Seen) => {
     let answer: Reply;
     try {
       const url = new URL(request.url);
-      exchange = new Exchange(request, url, service, config);
+      found.exchange = new Exchange(request, url, service, config);
       // Routed on the path as the client wrote it: dot segments, encoded or not, resolve to
       // nothing (rawPathname).
       const path = rawPathname(request.url);
       const at = operations.get(path);
       answer = await dispatch(
-        exchange,
+        found.exchange,
         at === undefined ? match(path) : { route: at, id: '' },
         found,
       );
     } catch (error) {
-      answer = errorReply(clientGone(error, request) ? clientClosedRequest() : error, (bug) =>
-        onError(bug, request),
-      );
+      answer = errorReply(clientGone(error, request) ? clientClosedRequest() : error, (bug) => {
+        if (onError !== undefined) onError(bug, request);
+        else {
+          logger?.error(
+            { event: 'request.error', ...requestFields(request, found), err: bug },
+            'Internal error answering a request; the client was told only that it happened',
+          );
+        }
+      });
     }
     if (request.method === 'HEAD') answer = await withoutContent(answer);
-    return exchange === undefined ? answer : finish(exchange, answer);
+    return found.exchange === undefined ? answer : finish(found.exchange, answer);
   };
   const reply: ReplyHandler =
-    observe === undefined
+    observe === undefined && accessLog === undefined
       ? (request) => answerRequest(request, {})
       : async (request) => {
           const started = performance.now();
-          const found: { route?: Route } = {};
+          const found: Seen = {};
           const answer = await answerRequest(request, found);
           const method = METHOD_LABELS.has(request.method) ? request.method : 'other';
           const seconds = (performance.now() - started) / 1000;
-          observe(found.route?.name ?? 'unmatched', method, answer.status, seconds);
+          observe?.(found.route?.name ?? 'unmatched', method, answer.status, seconds);
+          accessLog?.info(
+            {
+              event: 'request',
+              ...requestFields(request, found),
+              status: answer.status,
+              duration_ms: Math.round(seconds * 1e6) / 1e3,
+              key_id: found.exchange?.caller?.key.id ?? null,
+              client_ip: found.exchange?.clientIp ?? null,
+            },
+            'Request answered',
+          );
           return answer;
         };
   const fetch: FetchHandler = async (request) => toResponse(await reply(request));
   Object.defineProperty(fetch, REPLY_HANDLER, { value: reply });
   return fetch;
+}
+
+/** What the handler learned of a request on its way: its route, and the exchange it became. */
+interface Seen {
+  route?: Route;
+  exchange?: Exchange;
+}
+
+/**
+ * How a request is named in a log line: its method (one of a closed set) and its route's
+ * template, never its path or query (ids vary; an `api_key` parameter is a secret).
+ */
+function requestFields(request: HandlerRequest, found: Seen): Record<string, string | null> {
+  return {
+    method: METHOD_LABELS.has(request.method) ? request.method : 'other',
+    route: found.route?.path ?? null,
+  };
 }
 
 /** The Reply-level entry of a handler createHandler made, if `handler` is one. */

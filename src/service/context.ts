@@ -1,5 +1,6 @@
 import type { Engine } from '../engine/engine.js';
 import type { Clock } from '../ports/clock.js';
+import type { Logger } from '../ports/logger.js';
 import type { Observer } from '../ports/observer.js';
 import type { AccountRecord, Store } from '../ports/store.js';
 import { randomBase62, type RandomBytes } from './api-keys.js';
@@ -18,6 +19,8 @@ export interface ServiceContext {
   readonly rateLimits: RateLimits;
   /** Told of batch progress and webhook attempts (metrics); none by default. */
   readonly observer: Observer | undefined;
+  /** Where job changes, webhook attempts and store errors are told: silentLogger by default. */
+  readonly logger: Logger;
   /** Keys authenticate found, by hash; cleared by every change to a key or an account. */
   readonly keyCache: KeyCache;
   /** A fresh id such as `acct_…`: the prefix, then 24 random base62 characters. */

@@ -1,5 +1,6 @@
 import type { Engine } from '../engine/engine.js';
 import { systemClock, type Clock } from '../ports/clock.js';
+import { silentLogger, type Logger } from '../ports/logger.js';
 import type { Observer } from '../ports/observer.js';
 import type { Store } from '../ports/store.js';
 import { createAccounts, type Accounts } from './account.js';
@@ -60,6 +61,12 @@ export interface ServiceOptions {
    * Default: the engine's observer, which is told of verdicts, DNS and SMTP.
    */
   readonly observer?: Observer;
+  /**
+   * Told of each batch job's life (submitted, resumed, completed, failed), every webhook
+   * attempt and the errors of background work, one structured line each (a pino logger is
+   * one). Default: none, and the service says nothing.
+   */
+  readonly logger?: Logger;
 }
 
 /**
@@ -111,6 +118,7 @@ export function buildService(serviceOptions: ServiceOptions, defaults: ServiceDe
     random: options.random ?? cryptoRandomBytes,
     rateLimits: createRateLimits(store, options.publicKeyDailyLimit ?? PUBLIC_KEY_DAILY_LIMIT),
     observer: options.observer ?? engine.observer,
+    logger: options.logger ?? silentLogger,
   });
   const auth = createAuth(ctx);
   const filters = createFilters(ctx);
@@ -179,6 +187,12 @@ function checkedOptions(value: unknown): ServiceOptions {
     (typeof options.observer !== 'object' || options.observer === null)
   ) {
     throw invalidRequest('observer', 'observer must be an object');
+  }
+  if (
+    options.logger !== undefined &&
+    !hasMethods(options.logger, ['debug', 'info', 'warn', 'error'])
+  ) {
+    throw invalidRequest('logger', 'logger must have debug, info, warn and error methods');
   }
   if (options.publicKeyDailyLimit !== undefined) {
     requireInteger(

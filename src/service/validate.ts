@@ -1,6 +1,6 @@
 import type { MethodName } from '../engine/methods.js';
 import type { LedgerRequest } from '../ports/store.js';
-import { StoreError } from '../store/rules/store-error.js';
+import { StoreError, type StoreErrorCode } from '../store/rules/store-error.js';
 import { MAX_LEDGER_AMOUNT } from '../store/rules/ledger.js';
 import { invalidRequest, ServiceError } from './service-error.js';
 
@@ -175,14 +175,22 @@ function serviceErrorOf(error: unknown): unknown {
     case 'not_found':
       return new ServiceError('not_found', error.message, {}, { cause: error });
     default:
-      return new ServiceError(
-        'internal_error',
-        `The data store failed: ${error.message}`,
-        {},
-        { cause: error },
-      );
+      // The store's own words (a driver's message, a library's option names) stay with the
+      // cause, for the log: a client reads only what kind of fault it was.
+      return new ServiceError('internal_error', STORE_FAULTS[error.code], {}, { cause: error });
   }
 }
+
+/** What a client is told of each fault of the store underneath. */
+const STORE_FAULTS: Readonly<Record<Exclude<StoreErrorCode, 'invalid' | 'not_found'>, string>> = {
+  busy: 'The data store is busy; nothing was written, and the request may be retried.',
+  full: 'The data store is full; nothing was written.',
+  corrupt: 'The data store is damaged; nothing was written.',
+  readonly: 'The data store is read-only; nothing was written.',
+  io: 'The data store could not be reached; nothing was written, and the request may be retried.',
+  closed: 'The data store is closed; nothing was written.',
+  constraint: 'The data store refused the change; nothing was written.',
+};
 
 /**
  * Longest address a batch takes: four times the 254 octets an address may have (RFC 5321

@@ -224,13 +224,25 @@ function createBullmqRunner(work: JobWork, options: BullmqRunnerOptions): BatchR
         // away: after the deadline the connections are cut, and a chunk this worker held
         // goes to another once its lock lapses, as if the process had died.
         const deadline = new AbortController();
+        const timeLeft = delay(CLOSE_DEADLINE_MS, deadline.signal).catch(() => undefined);
+        // A connection BullMQ is still setting up (a stop right after the start) would fail
+        // its set-up once cut, as an 'error' event nobody listens to any more, which ends the
+        // process with a stack: it finishes first.
+        await Promise.race([
+          Promise.allSettled([
+            closing.worker?.waitUntilReady(),
+            closing.producer.waitUntilReady(),
+            closing.queue.waitUntilReady(),
+          ]),
+          timeLeft,
+        ]);
         await Promise.race([
           Promise.allSettled([
             closing.worker?.close(),
             closing.producer.close(),
             closing.queue.close(),
           ]),
-          delay(CLOSE_DEADLINE_MS, deadline.signal).catch(() => undefined),
+          timeLeft,
         ]);
         deadline.abort();
         for (const connection of closing.connections) connection.disconnect();

@@ -11,7 +11,9 @@ import {
 import type { Service } from '../../service/service.js';
 import type { ServeOptions } from '../../http/node-server.js';
 import { HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../../http/server-limits.js';
-import { line, type CliIo } from '../io.js';
+import type { CliIo } from '../io.js';
+import { cliLogger } from '../logger.js';
+import type { Logger } from '../../ports/logger.js';
 import { scaleOut } from '../scale-out.js';
 import { openService, requireRedisUrl, storeName, type FileFlags } from '../service-file.js';
 
@@ -35,6 +37,9 @@ export interface ServeFlags extends FileFlags, Omit<EngineFlags, 'method'> {
   readonly headersTimeout?: string;
   readonly requestTimeout?: string;
   readonly keepAliveTimeout?: string;
+  readonly logLevel?: string;
+  /** One log line per request. */
+  readonly accessLog?: boolean;
 }
 
 /** First start: an account with credits on the enterprise plan (it is your own server). */
@@ -66,7 +71,9 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
     }
   }
   const limits = serverLimitsOf(flags);
-  const { loadPrometheusMetrics, serve } = await import('../../http/node-server.js');
+  const logger = await cliLogger(flags.logLevel, io.stderr);
+  const { listeningBaseUrl, loadPrometheusMetrics, serve } =
+    await import('../../http/node-server.js');
   // On by default: every label comes from a closed set (method, state, reason, reply class,
   // route), so /metrics tells volumes, never accounts, keys or addresses; and serve listens on
   // loopback unless told otherwise. The engine's observer reaches the service built over it.
@@ -85,6 +92,7 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
   const engine = engineOptionsOf({ ...flags, method: 'standard' });
   const service = await openService(flags, {
     engine: shared?.engine(engine) ?? engine,
+    logger,
     ...(metrics === undefined ? {} : { observer: metrics.observer }),
     // The webhook's download_url too, not only the answers of GET /v1/verify/{id}: without
     // it a completed job's event pointed at http://localhost/.
@@ -92,13 +100,19 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
   });
   try {
     // Listening comes first: a port in use or a bad --host fails before the first start
-    // creates an account whose key, shown once, would then belong to a server that never ran.
+    // creates an account whose key, shown once, would then belong to a server that never ran,
+    // and before interrupted jobs are taken up.
     let server;
     try {
       server = await serve(service, {
         port,
         hostname: flags.host,
         metrics: metrics ?? false,
+        logger,
+        accessLog: flags.accessLog === true,
+        // Started below, once listening: a port in use is said before anything is resumed
+        // or queued (and, at scale, before a queue connection is opened to be torn down).
+        startService: false,
         ...(flags.baseUrl === undefined ? {} : { baseUrl: flags.baseUrl }),
         ...(flags.trustedProxy === undefined ? {} : { trustedProxies: flags.trustedProxy }),
         ...limits,
@@ -107,9 +121,10 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
       throw listenFailure(error, flags.host, port);
     }
     try {
-      await firstStart(service, flags, credits, io);
+      await firstStart(service, flags, credits, io, logger);
+      await service.start();
     } catch (error) {
-      // A refused --owner-email: the server stops before anyone could reach it.
+      // A refused --owner-email, a store away: the server stops before anyone could use it.
       await server.close();
       throw error;
     }
@@ -122,15 +137,26 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
         resolve();
       });
     });
-    line(io.stderr, `Listening on ${server.url} (Ctrl-C to stop).`);
+    logger.info(
+      {
+        event: 'start',
+        url: server.url,
+        store: storeName(flags),
+        base_url: flags.baseUrl ?? listeningBaseUrl(flags.host, server.port),
+        batch_work:
+          shared === undefined ? 'here' : flags.work === true ? 'here and workers' : 'workers',
+      },
+      `Listening on ${server.url} (Ctrl-C to stop).`,
+    );
     await stopped;
-    line(
-      io.stderr,
+    logger.info(
+      { event: 'stop' },
       'Stopping: finishing requests in flight; running batch jobs resume on the next start.',
     );
     await server.close();
     return EXIT.ok;
   } finally {
+    await service.stop();
     await service.store.close();
     await shared?.close();
   }
@@ -181,6 +207,7 @@ async function firstStart(
   flags: ServeFlags,
   credits: number,
   io: CliIo,
+  logger: Logger,
 ): Promise<void> {
   if ((await service.admin.listAccounts()).length > 0) return;
   const account = await service.admin.createAccount({
@@ -189,11 +216,16 @@ async function firstStart(
     credits,
   });
   const { secret } = await service.admin.createKey(account.id, { name: 'first key' });
-  line(
-    io.stderr,
-    `Created account ${account.id} (${account.email}, ${FIRST_PLAN} plan, ${credits} credits) in ${storeName(flags)}.`,
+  logger.info(
+    {
+      event: 'account.created',
+      account_id: account.id,
+      plan: FIRST_PLAN,
+      credits,
+      store: storeName(flags),
+    },
+    `Created account ${account.id} (${account.email}, ${FIRST_PLAN} plan, ${credits} credits); its private API key is on stdout, shown this once (keep it; \`mailverdict keys\` makes more).`,
   );
-  line(io.stderr, 'Its private API key, shown this once (keep it; `mailverdict keys` makes more):');
   // Flushed before "Listening" goes to stderr: whoever reads both sees the key first.
   await new Promise<void>((resolve) => io.stdout.write(`${secret}\n`, () => resolve()));
 }
@@ -219,7 +251,7 @@ export function checkBaseUrl(url: string): void {
 }
 
 /** Why the server could not listen, in one line: a usage error, since a flag fixes it. */
-function listenFailure(error: unknown, host: string, port: number): Error {
+export function listenFailure(error: unknown, host: string, port: number): Error {
   const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   const reasons: Record<string, string> = {
     EADDRINUSE: 'the port is in use (--port 0 picks a free one)',

@@ -178,9 +178,26 @@ export function createBatches(
 
   let timer: ReturnType<typeof setInterval> | undefined;
   let stopping = new AbortController();
-  const tick = async () => {
-    await store.purgeJobs(clock.now());
-    await webhooks.deliverDue(stopping.signal);
+  /** The round of background work under way, which stop() waits for. */
+  let ticking: Promise<void> | undefined;
+  const tick = () => {
+    ticking ??= (async () => {
+      try {
+        await store.purgeJobs(clock.now());
+        await webhooks.deliverDue(stopping.signal);
+      } catch (error) {
+        tickFailed(error);
+      } finally {
+        ticking = undefined;
+      }
+    })();
+  };
+  /** A round of background work that failed (the store away, say): the next one tries again. */
+  const tickFailed = (error: unknown) => {
+    ctx.logger.error(
+      { event: 'background.error', err: error },
+      'Background work (webhook delivery, purging finished jobs) failed; it is tried again',
+    );
   };
 
   return {
@@ -203,14 +220,23 @@ export function createBatches(
     work: {
       async start() {
         await store.purgeJobs(clock.now());
+        for (const job of await store.listJobs('processing')) {
+          ctx.logger.info(
+            {
+              event: 'job.resumed',
+              job_id: job.id,
+              account_id: job.accountId,
+              total_emails: job.totalEmails,
+              processed: job.processed,
+            },
+            'Batch job taken up again: what was verified before is kept',
+          );
+        }
         const resumed = await runner.resume();
         if (timer === undefined) {
-          timer = setInterval(
-            () => void tick().catch(() => undefined),
-            options.pollMs ?? BATCH_POLL_MS,
-          );
+          timer = setInterval(tick, options.pollMs ?? BATCH_POLL_MS);
           timer.unref();
-          void tick().catch(() => undefined);
+          tick();
         }
         return { resumed };
       },
@@ -219,6 +245,8 @@ export function createBatches(
         timer = undefined;
         stopping.abort();
         stopping = new AbortController();
+        // A round under way ends before the store may be closed under it.
+        await ticking;
         await runner.stop();
       },
       idle: () => runner.idle(),

@@ -130,9 +130,30 @@ export function createJobWork(
     const finished: JobRecord = { ...stored, ...finishing };
     const message = settings.webhooks.message(finished, eventOf(finished, settings.baseUrl), now);
     const outcome = await store.finishJob(stored.accountId, stored.id, finishing, message, now);
-    if (outcome.ok) ctx.observer?.onJobProgress?.({ processed: 0, event: status });
-    if (outcome.ok && message !== undefined) {
-      settings.webhooks.deliverDue().catch(() => undefined);
+    // A job another process finished meanwhile is answered as it stands: it was finished
+    // here only if it carries this call's time, and only then is it told of (once).
+    if (!outcome.ok || outcome.job.completedAt !== now) return;
+    ctx.observer?.onJobProgress?.({ processed: 0, event: status });
+    const fields = {
+      event: `job.${status}`,
+      job_id: stored.id,
+      account_id: stored.accountId,
+      total_emails: stored.totalEmails,
+      processed: outcome.job.processed,
+      valid: outcome.job.valid,
+      invalid: outcome.job.invalid,
+      risky: outcome.job.risky,
+      seconds: (now - stored.createdAt) / 1000,
+    };
+    if (failure === null) ctx.logger.info(fields, 'Batch job completed');
+    else ctx.logger.warn({ ...fields, reason: failure }, 'Batch job failed');
+    if (message !== undefined) {
+      settings.webhooks.deliverDue().catch((error: unknown) => {
+        ctx.logger.error(
+          { event: 'webhook.error', job_id: stored.id, err: error },
+          'Webhooks could not be delivered now; they are tried again on the next round',
+        );
+      });
     }
   }
 
@@ -147,7 +168,10 @@ export function createJobWork(
       if (job.reservation === null) return true;
       return store.renewHold(accountId, job.reservation, clock.now() + settings.holdTtlMs);
     };
-    const renewal = setInterval(() => void renew().catch(() => undefined), settings.renewEveryMs);
+    const renewal = setInterval(
+      () => void renew().catch((error: unknown) => holdNotRenewed(job, error)),
+      settings.renewEveryMs,
+    );
     renewal.unref();
     const landed: Landed[] = [];
     let lastFlush = clock.now();
@@ -220,10 +244,39 @@ export function createJobWork(
     }
   }
 
+  /** A renewal that failed: the next one may pass; a lapsed hold is remade before a store. */
+  function holdNotRenewed(job: JobRecord, error: unknown): void {
+    ctx.logger.warn(
+      { event: 'job.hold_not_renewed', job_id: job.id, account_id: job.accountId, err: error },
+      "The batch job's credit hold could not be renewed; it is tried again",
+    );
+  }
+
+  /**
+   * Fails the job with the reason its status gives. An error the service did not expect is
+   * logged whole here; the reason says only that it happened (a store's or a library's words
+   * are for the log, never for the API's clients).
+   */
+  async function fail(job: JobRecord, error: unknown): Promise<void> {
+    const fields = { job_id: job.id, account_id: job.accountId };
+    if (!(error instanceof JobFailure)) {
+      ctx.logger.error({ event: 'job.error', ...fields, err: error }, 'A batch job cannot go on');
+    }
+    try {
+      await finish(job, failureReason(error));
+    } catch (finishing) {
+      ctx.logger.error(
+        { event: 'job.error', ...fields, err: finishing },
+        'A batch job could not be marked failed; it is taken up again on the next start',
+      );
+      throw finishing;
+    }
+  }
+
   return {
     verify,
     finish,
-    fail: (job, error) => finish(job, failureReason(error)),
+    fail,
     cannotGoOn: (error) => error instanceof JobFailure,
     pending,
     async pendingChunks(job, size) {
@@ -236,18 +289,32 @@ export function createJobWork(
     processing: () => store.listJobs('processing'),
     async renewHold(job) {
       if (job.reservation === null) return;
-      await store.renewHold(job.accountId, job.reservation, clock.now() + settings.holdTtlMs);
+      try {
+        await store.renewHold(job.accountId, job.reservation, clock.now() + settings.holdTtlMs);
+      } catch (error) {
+        holdNotRenewed(job, error);
+        throw error;
+      }
     },
-    started: () => ctx.observer?.onJobProgress?.({ processed: 0, event: 'started' }),
+    started(job) {
+      ctx.observer?.onJobProgress?.({ processed: 0, event: 'started' });
+      ctx.logger.debug(
+        { event: 'job.started', job_id: job.id, account_id: job.accountId },
+        'Batch job started here',
+      );
+    },
     renewEveryMs: settings.renewEveryMs,
   };
 }
 
-/** The reason a failed job's status gives for `error`. */
+/**
+ * The reason a failed job's status and webhook give for `error`: a JobFailure's own words, or
+ * for anything unexpected a sentence of ours (its details go to the log).
+ */
 export function failureReason(error: unknown): string {
   return error instanceof JobFailure
     ? error.message
-    : `internal_error: ${error instanceof Error ? error.message : String(error)}`;
+    : 'internal_error: the job stopped on an unexpected error; the server log has its details';
 }
 
 /** `first`, then the rest of `rest`: an iterator read once is handed on whole. */

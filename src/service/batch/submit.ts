@@ -248,6 +248,18 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
         },
       );
     }
+    ctx.logger.info(
+      {
+        event: 'job.submitted',
+        job_id: id,
+        account_id: accountId,
+        method,
+        total_emails: emails.length,
+        billable,
+        callback: callbackUrl === null ? null : new URL(callbackUrl).origin,
+      },
+      'Batch job submitted',
+    );
     settings.start(outcome.job);
     return created;
   };

@@ -32,6 +32,15 @@ export interface BatchEvent {
   readonly reason?: string;
 }
 
+/** `https://hooks.example.com` of a callback URL, for logs. */
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '(a URL that does not parse)';
+  }
+}
+
 /**
  * The Standard Webhooks signature: `v1,` then the base64 HMAC-SHA256, keyed by the base64
  * bytes after `whsec_`, of `<webhook-id>.<webhook-timestamp>.<body>`.
@@ -119,6 +128,14 @@ export function createWebhookDispatcher(
     if (response.kind === 'error' && response.code === 'aborted') return;
     const attempts = message.attempts + 1;
     const now = clock.now();
+    const fields = {
+      job_id: message.jobId,
+      account_id: message.accountId,
+      webhook_id: message.id,
+      // The origin only: a callback's path or query may carry the receiver's own token.
+      callback: originOf(message.url),
+      attempt: attempts,
+    };
     if (response.kind === 'status' && response.status >= 200 && response.status < 300) {
       await store.updateWebhook(message.id, {
         status: 'delivered',
@@ -127,6 +144,10 @@ export function createWebhookDispatcher(
         lastError: null,
       });
       ctx.observer?.onWebhook?.('delivered');
+      ctx.logger.info(
+        { event: 'webhook.delivered', ...fields, status: response.status },
+        'Webhook delivered',
+      );
       return;
     }
     const lastError =
@@ -140,13 +161,26 @@ export function createWebhookDispatcher(
       (response.kind === 'error' && response.code === 'forbidden_address') ||
       attempts > settings.retryScheduleMs.length;
     const delay = settings.retryScheduleMs[attempts - 1] ?? 0;
+    const nextAttemptAt = final ? now : now + jittered(delay);
     await store.updateWebhook(message.id, {
       status: final ? 'failed' : 'pending',
       attempts,
-      nextAttemptAt: final ? now : now + jittered(delay),
+      nextAttemptAt,
       lastError,
     });
     ctx.observer?.onWebhook?.(final ? 'failed' : 'retrying');
+    ctx.logger.warn(
+      {
+        event: final ? 'webhook.failed' : 'webhook.retrying',
+        ...fields,
+        status: response.kind === 'status' ? response.status : null,
+        error: lastError,
+        next_attempt_at: final ? null : new Date(nextAttemptAt).toISOString(),
+      },
+      final
+        ? 'Webhook attempt failed; no more attempts (POST /v1/verify/{id}/webhook sends it again)'
+        : 'Webhook attempt failed; it is tried again',
+    );
   }
 
   async function deliverAll(signal: AbortSignal | undefined): Promise<number> {
