@@ -239,9 +239,10 @@ function afterUnreadBody(
  * answer is out, unbounded, and out of our sight.
  */
 function discardRest(incoming: IncomingMessage, limit: number): void {
-  if (incoming.complete || incoming.destroyed) return;
+  if (incoming.readableEnded || incoming.destroyed) return;
   const { socket } = incoming;
-  discarding.add(socket);
+  // Received whole, it is only drained from memory: the socket carries nothing more of it.
+  if (!incoming.complete) discarding.add(socket);
   let discarded = 0;
   incoming.removeAllListeners('data');
   incoming.on('data', (chunk: Buffer) => {
@@ -563,16 +564,23 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
   const made: { listener?: ReturnType<typeof createNodeListener> } = {};
   const active = new Set<ServerResponse>();
   const sockets = new Set<Socket>();
-  /** The answer each connection is writing: a client error after its head is out just cuts it. */
-  const answering = new WeakMap<Socket, ServerResponse>();
+  /**
+   * The answers each connection has yet to finish: a client error while one of them is being
+   * written cuts the connection, since an answer of ours would land inside it.
+   */
+  const unfinished = new WeakMap<Socket, Set<ServerResponse>>();
   let closing: Promise<void> | undefined;
   let drained: (() => void) | undefined;
 
   const onRequest: RequestListener = (incoming, outgoing) => {
     active.add(outgoing);
-    answering.set(incoming.socket, outgoing);
+    const { socket } = incoming;
+    const answers = unfinished.get(socket) ?? new Set<ServerResponse>();
+    unfinished.set(socket, answers.add(outgoing));
     if (closing !== undefined) outgoing.setHeader('connection', 'close');
+    outgoing.once('finish', () => answers.delete(outgoing));
     outgoing.once('close', () => {
+      answers.delete(outgoing);
       active.delete(outgoing);
       if (closing !== undefined) {
         server.closeIdleConnections();
@@ -614,7 +622,8 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
   // too slow) with a bare status: answer the envelope instead (refusalOf).
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') timedOut.add(socket);
-    const answered = answering.get(socket)?.headersSent === true || discarding.has(socket);
+    const writing = [...(unfinished.get(socket) ?? [])].some((answer) => answer.headersSent);
+    const answered = writing || discarding.has(socket);
     if (error.code === 'ECONNRESET' || !socket.writable || answered) {
       socket.destroy();
       return;
