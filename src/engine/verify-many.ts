@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { IpFilter } from '../ports/ip-filter.js';
+import { nextSlice, SLICE_MS, sliceSpent } from '../slices.js';
 import type { MethodName } from './methods.js';
 import type { Verdict } from './verdict.js';
 
@@ -25,6 +26,13 @@ export interface VerifyManyOptions {
    * ahead of their turn with their MX.
    */
   readonly ipFilter?: IpFilter;
+  /**
+   * How long the run may hold the event loop at a time, in milliseconds: once a slice is
+   * spent, the next result waits for a later turn (src/slices.ts), so that a server running
+   * an offline job (whose verdicts are all ready at once) still answers its requests. Default
+   * SLICE_MS (5); `Infinity` never yields, 0 yields before every result.
+   */
+  readonly sliceMs?: number;
 }
 
 export interface VerifyManyResult {
@@ -149,6 +157,9 @@ class VerifyManyRun implements VerifyManyIterator {
   readonly #concurrency: number;
   readonly #perDomain: number;
   readonly #lookahead: number;
+  readonly #sliceMs: number;
+  /** This step was given its slice: it delivers before looking at the clock again. */
+  #sliceBegun = false;
   readonly #io: DomainIo;
   /** Queued domains whose MX lookup may start early, and how many such lookups are running. */
   readonly #toPrefetch = new Fifo<DomainGroup>();
@@ -190,6 +201,7 @@ class VerifyManyRun implements VerifyManyIterator {
     this.#concurrency = positiveInteger(options.concurrency, VERIFY_MANY_CONCURRENCY);
     this.#perDomain = positiveInteger(options.perDomain, VERIFY_MANY_PER_DOMAIN);
     this.#lookahead = Math.max(MIN_LOOKAHEAD, this.#concurrency * this.#perDomain);
+    this.#sliceMs = options.sliceMs ?? SLICE_MS;
     this.#signal = options.signal;
     // Every verification in flight listens to the caller's signal: thousands, by design.
     if (options.signal !== undefined) setMaxListeners(0, options.signal);
@@ -238,6 +250,14 @@ class VerifyManyRun implements VerifyManyIterator {
     // Checked first: an offline run always has a result ready and would never look otherwise.
     if (this.#signal?.aborted === true) return this.#fail(this.#signal.reason);
     const reading = this.#fill();
+    // An offline run has a result ready at every step, and a caller's `for await` over it
+    // never let the event loop turn: a ready result waits for the next slice once this one
+    // is spent.
+    if (this.#ready.size > 0 && !this.#sliceBegun && sliceSpent(this.#sliceMs)) {
+      return this.#wait(nextSlice().then(() => void (this.#sliceBegun = true)));
+    }
+    // A slice given delivers a result at least, whatever its length.
+    this.#sliceBegun = false;
     // A result that is ready goes out even while the source has not given its next item: a
     // source that is slow to write (`tail -f log | mailverdict batch -`) held every result
     // until the window of 1,024 addresses or more had been read.

@@ -5,6 +5,7 @@ import { createEngine } from '../../src/compose/engine.js';
 import { verifyEach, type VerifyOne } from '../../src/engine/verify-many.js';
 import type { Verdict } from '../../src/engine/verdict.js';
 import type { Dns, MxAnswer } from '../../src/ports/dns.js';
+import { turnCounter } from '../helpers/turns.js';
 
 const offline = createEngine({ offline: true });
 
@@ -47,6 +48,19 @@ describe('verifyMany', () => {
     const seen = await collect(offline.verifyMany(addresses(100_000, 700), { method: 'quick' }));
     expect(seen.size).toBe(100_000);
     expect(seen.get(4_321)?.email).toBe('user4321@domain121.com');
+  });
+
+  it('lets the event loop turn between slices of an offline run, whose results are all ready', async () => {
+    const run = async (sliceMs: number) => {
+      const counter = turnCounter();
+      const seen = await collect(offline.verifyMany(addresses(2_000, 50), { sliceMs }));
+      expect(seen.size).toBe(2_000);
+      return counter.stop();
+    };
+    // A slice of 0 yields before every result: about one turn each.
+    expect(await run(0)).toBeGreaterThanOrEqual(1_000);
+    // Never yielding, a `for await` over ready results is all microtasks: not one turn.
+    expect(await run(Number.POSITIVE_INFINITY)).toBe(0);
   });
 
   it('takes async iterables', async () => {

@@ -1,0 +1,69 @@
+/**
+ * Time slices for long synchronous work (an offline batch, a SQLite write of thousands of
+ * rows, a download serialized page by page): such work checks `sliceSpent` between its steps
+ * and, once the slice is spent, awaits `nextSlice()`, which hands the event loop back so that
+ * requests, timers and I/O are served before it goes on.
+ *
+ * One queue for the whole thread: every waiting task gets one slice per turn of the event
+ * loop, in turn. Each task yielding on its own (a setImmediate each) let N tasks run N slices
+ * back to back in one turn, so that a request waited behind all of them; in turn, it waits for
+ * one slice at most, whatever the number of jobs and downloads.
+ */
+
+/**
+ * The default slice, in milliseconds. bench/availability.ts (GET /v1/verify at a steady rate
+ * beside a 50,000-address offline batch, 2-core machine): see the README's "Limits and
+ * timeouts" for the figures behind it.
+ */
+export const SLICE_MS = 5;
+
+/** When the current slice began: set whenever a waiting task is given its turn. */
+let sliceStartedAt = Number.NEGATIVE_INFINITY;
+const waiting: (() => void)[] = [];
+let turnScheduled = false;
+
+/**
+ * Whether this turn's slice has run `budgetMs` or more. A task woken by I/O rather than by its
+ * turn finds the last slice long spent and yields once: a wait costs it one turn, no more.
+ */
+export function sliceSpent(budgetMs: number): boolean {
+  return performance.now() - sliceStartedAt >= budgetMs;
+}
+
+/** Resolves on a later turn of the event loop, once every task queued before has had one. */
+export function nextSlice(): Promise<void> {
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    scheduleTurn();
+  });
+}
+
+/**
+ * Runs `work` and says how long it held the event loop: the time until it returned, which
+ * for a store whose writes are synchronous (SQLite) is the whole write, and for one that
+ * waits on the network (Redis) is only its share of the loop.
+ */
+export function heldFor<T>(work: () => T): { readonly value: T; readonly ms: number } {
+  const started = performance.now();
+  const value = work();
+  return { value, ms: performance.now() - started };
+}
+
+function scheduleTurn(): void {
+  if (turnScheduled) return;
+  turnScheduled = true;
+  // An immediate queued from inside an immediate runs on the next turn, after the loop has
+  // polled for I/O: one task a turn, and the requests in between. setTimeout where there is
+  // no setImmediate (browsers): the same order, at a coarser pace.
+  (globalThis.setImmediate ?? setTimeout)(giveTurn);
+}
+
+function giveTurn(): void {
+  turnScheduled = false;
+  const resume = waiting.shift();
+  if (waiting.length > 0) scheduleTurn();
+  if (resume !== undefined) {
+    sliceStartedAt = performance.now();
+    resume();
+  }
+}
