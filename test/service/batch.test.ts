@@ -9,6 +9,7 @@ import { type Service } from '../../src/service/service.js';
 import type { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryWebhookSender } from '../../src/testing.js';
 import { eventually, gatedDns, text, STORES } from './helpers.js';
+import { turnCounter } from '../helpers/turns.js';
 
 const fakeClock = (start = Date.UTC(2026, 10, 1)) => {
   let now = start;
@@ -39,6 +40,8 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
       clock?: ReturnType<typeof fakeClock>;
       /** Domains verified at once (the batch's concurrency). */
       concurrency?: number;
+      /** The batch's slice budget. */
+      sliceMs?: number;
     } = {},
   ) {
     const store = options.store ?? makeStore();
@@ -51,6 +54,7 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
         retentionMs: 3_600_000,
         flushSize: 7,
         ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+        ...(options.sliceMs === undefined ? {} : { sliceMs: options.sliceMs }),
       },
     });
     services.push(service);
@@ -118,6 +122,49 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
     });
     const entries = await service.admin.ledger(caller.accountId);
     expect(entries.filter((e) => e.kind === 'settle')).toHaveLength(4);
+  });
+
+  it('lets the event loop turn between slices of an offline job: a timer set at submission finds it processing', async () => {
+    const emails = Array.from({ length: 1_500 }, (_, i) => `user${i}@domain${i % 40}.com`);
+    /** The job's status at the first turn of the event loop after its submission. */
+    const atFirstTurn = async (sliceMs: number) => {
+      const { service, caller } = await setup({ sliceMs, credits: 10_000 });
+      const { id } = await service.submitBatch(caller, { emails, method: 'quick' });
+      const status = await new Promise<Awaited<ReturnType<Service['batchStatus']>>>((resolve) =>
+        setImmediate(() => resolve(service.batchStatus(caller, id))),
+      );
+      await service.batchWork.idle();
+      expect((await service.batchStatus(caller, id)).processed).toBe(emails.length);
+      return status;
+    };
+    const sliced = await atFirstTurn(0);
+    expect(sliced.status).toBe('processing');
+    expect(sliced.processed).toBeLessThan(emails.length);
+    // Without slices the whole job runs on resolved promises before the loop turns once.
+    expect(await atFirstTurn(Number.POSITIVE_INFINITY)).toMatchObject({
+      status: 'completed',
+      processed: emails.length,
+    });
+  });
+
+  it('serializes a download in slices, the same bytes whatever their length', async () => {
+    const { service, caller } = await setup({ sliceMs: 0, credits: 10_000 });
+    // Three pages of the store (RESULTS_PAGE_SIZE 500).
+    const emails = Array.from({ length: 1_200 }, (_, i) => `user${i % 1_100}@domain${i % 9}.com`);
+    const created = await service.submitBatch(caller, { emails, method: 'quick' });
+    await service.batchWork.idle();
+    const counter = turnCounter();
+    const sliced = await text(await service.batchResults(caller, created.id, { format: 'csv' }));
+    expect(counter.stop()).toBeGreaterThanOrEqual(2);
+    const { service: whole, caller: wholeCaller } = await setup({
+      sliceMs: Number.POSITIVE_INFINITY,
+      credits: 10_000,
+    });
+    const again = await whole.submitBatch(wholeCaller, { emails, method: 'quick' });
+    await whole.batchWork.idle();
+    const unsliced = await text(await whole.batchResults(wholeCaller, again.id, { format: 'csv' }));
+    expect(sliced.split('\r\n')).toHaveLength(emails.length + 2);
+    expect(sliced).toBe(unsliced);
   });
 
   it("carries each verdict's risk factors and syntax error in its record", async () => {

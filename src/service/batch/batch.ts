@@ -1,4 +1,5 @@
 import { VERIFY_MANY_CONCURRENCY, VERIFY_MANY_PER_DOMAIN } from '../../engine/verify-many.js';
+import { SLICE_MS } from '../../slices.js';
 import type { WebhookSender } from '../../ports/webhook.js';
 import type { AccountRef } from '../auth.js';
 import type { ServiceContext } from '../context.js';
@@ -81,6 +82,12 @@ export interface BatchOptions {
   readonly flushSize?: number;
   /** ...or once this long has passed since the last store, so progress shows. Default 1 s. */
   readonly flushMs?: number;
+  /**
+   * How long a job's verification, a submission's checks or a download's serialization hold
+   * the event loop at a time, in milliseconds, before requests are served again. Default
+   * SLICE_MS (5).
+   */
+  readonly sliceMs?: number;
 }
 
 export const BATCH_RETENTION_MS = 7 * 86_400_000;
@@ -140,6 +147,7 @@ export function createBatches(
     allowHttp: options.allowHttpCallbacks === true,
     allowPrivateNetworks: options.allowPrivateNetworks === true,
   };
+  const sliceMs = sliceMsOf(options.sliceMs);
   const webhooks = createWebhookDispatcher(ctx, {
     sender:
       options.webhookSender ??
@@ -155,6 +163,7 @@ export function createBatches(
     renewEveryMs: options.renewEveryMs ?? BATCH_RENEW_EVERY_MS,
     flushSize: options.flushSize ?? 256,
     flushMs: options.flushMs ?? 1_000,
+    sliceMs,
     retentionMs: options.retentionMs ?? BATCH_RETENTION_MS,
     baseUrl,
     webhooks,
@@ -164,6 +173,7 @@ export function createBatches(
     baseUrl,
     callbackPolicy,
     holdTtlMs: options.holdTtlMs ?? BATCH_HOLD_TTL_MS,
+    sliceMs,
     start: (job) => runner.start(job),
   });
 
@@ -215,7 +225,7 @@ export function createBatches(
         const fields = optionalObject(resultOptions, 'options');
         const format = resultsFormatOf(fields.format);
         if (job.status !== 'completed') throw notCompleted(job);
-        return streamResults(store, job, format);
+        return streamResults(store, job, format, { sliceMs });
       }),
     work: {
       async start() {
@@ -254,4 +264,13 @@ export function createBatches(
       purgeExpired: () => store.purgeJobs(clock.now()),
     },
   };
+}
+
+/** A slice budget: milliseconds, 0 or more (`Infinity`: never yield). */
+function sliceMsOf(value: number | undefined): number {
+  if (value === undefined) return SLICE_MS;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
+    throw new RangeError(`batch.sliceMs must be 0 or more milliseconds, got ${String(value)}`);
+  }
+  return value;
 }

@@ -10,6 +10,7 @@ import type {
   PendingJobItem,
 } from '../../ports/store.js';
 import { optional } from '../../optional.js';
+import { heldFor } from '../../slices.js';
 import type { ServiceContext } from '../context.js';
 import type { Filters } from '../filters.js';
 import { eventOf } from './results.js';
@@ -30,6 +31,8 @@ export interface JobWorkSettings {
   readonly flushSize: number;
   /** ...or sooner, once the oldest unstored result is this old, so progress shows (slow SMTP). */
   readonly flushMs: number;
+  /** How long the job's work holds the event loop at a time (verifyMany's `sliceMs`). */
+  readonly sliceMs: number;
   readonly retentionMs: number;
   /** The base URL of a job stored before its own was kept with it; null: a path. */
   readonly baseUrl: string | null;
@@ -175,6 +178,12 @@ export function createJobWork(
     renewal.unref();
     const landed: Landed[] = [];
     let lastFlush = clock.now();
+    /**
+     * Results stored per flush: flushSize, or fewer while storing them held the event loop
+     * longer than a slice (SQLite writes synchronously: 256 results and their settles took
+     * some 30 ms on a busy machine), so that each flush fits in one.
+     */
+    let flushAt = settings.flushSize;
 
     const flush = async () => {
       lastFlush = clock.now();
@@ -182,7 +191,9 @@ export function createJobWork(
       const batch = landed.splice(0);
       for (let tries = 0; ; tries++) {
         const writes = batch.map((item) => writeOf(job, item));
-        const outcome = await store.recordJobResults(accountId, job.id, writes, clock.now());
+        const write = heldFor(() => store.recordJobResults(accountId, job.id, writes, clock.now()));
+        flushAt = fitting(writes.length, write.ms, settings.sliceMs, settings.flushSize);
+        const outcome = await write.value;
         if (outcome.ok) {
           job = outcome.job;
           ctx.observer?.onJobProgress?.({ processed: batch.length });
@@ -223,11 +234,12 @@ export function createJobWork(
           perDomain: settings.perDomain,
           retryGreylisted: true,
           signal,
+          sliceMs: settings.sliceMs,
           ...optional('ipFilter', ipFilter),
         });
         for await (const { index, verdict } of results) {
           landed.push(landedOf(positions[index] as number, verdict));
-          if (landed.length >= settings.flushSize || clock.now() - lastFlush >= settings.flushMs) {
+          if (landed.length >= flushAt || clock.now() - lastFlush >= settings.flushMs) {
             await flush();
           }
         }
@@ -315,6 +327,15 @@ export function failureReason(error: unknown): string {
   return error instanceof JobFailure
     ? error.message
     : 'internal_error: the job stopped on an unexpected error; the server log has its details';
+}
+
+/**
+ * How many of what took `ms` for `count` fit in a slice of `sliceMs`: at least 1, at most
+ * `most`.
+ */
+function fitting(count: number, ms: number, sliceMs: number, most: number): number {
+  if (ms === 0) return most;
+  return Math.max(1, Math.min(most, Math.floor((count * sliceMs) / ms)));
 }
 
 /** `first`, then the rest of `rest`: an iterator read once is handed on whole. */

@@ -1,6 +1,7 @@
 import { DETAILED_FIELDS } from '../../format/shapes.js';
 import type { JobResultRow } from '../../ports/batch-store.js';
 import type { JobRecord, Store } from '../../ports/store.js';
+import { nextSlice, SLICE_MS, sliceSpent } from '../../slices.js';
 import type { ResultsFormat } from '../request-fields.js';
 import { invalidRequest, ServiceError } from '../service-error.js';
 import { requireText } from '../validate.js';
@@ -159,12 +160,20 @@ export function notCompleted(job: JobRecord): ServiceError {
   );
 }
 
-/** Streams a completed job's results, a page of the store at a time, in input order. */
+/**
+ * Streams a completed job's results, a page of the store at a time, in input order. A page is
+ * read and serialized within the event loop's turn; once `sliceMs` is spent (a SQLite store
+ * reads synchronously, and a client reading fast takes page after page without the loop
+ * turning), the next page waits for a later turn (src/slices.ts).
+ */
 export function streamResults(
   store: Store,
   job: JobRecord,
   format: ResultsFormat,
-  pageSize = RESULTS_PAGE_SIZE,
+  {
+    pageSize = RESULTS_PAGE_SIZE,
+    sliceMs = SLICE_MS,
+  }: { pageSize?: number; sliceMs?: number } = {},
 ): BatchResults {
   async function* chunks(): AsyncGenerator<string> {
     const write = WRITERS[format];
@@ -172,6 +181,7 @@ export function streamResults(
     let after = -1;
     let first = true;
     for (;;) {
+      if (sliceSpent(sliceMs)) await nextSlice();
       const rows = await store.jobResults(job.id, after, pageSize);
       if (rows.length === 0) break;
       let chunk = '';

@@ -16,6 +16,7 @@ import { randomBase62 } from '../api-keys.js';
 import type { ServiceContext } from '../context.js';
 import { domainChain, emailKey } from '../filter-values.js';
 import { SERVICE_REF_PREFIX } from '../../store/rules/ledger.js';
+import { nextSlice, sliceSpent } from '../../slices.js';
 import { methodOf, requestIdOf, requireEmails } from '../request-fields.js';
 import { ServiceError } from '../service-error.js';
 import {
@@ -62,6 +63,8 @@ export interface SubmitSettings {
   /** Kept with each job too, for whichever process sends its webhook. */
   readonly callbackPolicy: CallbackPolicy;
   readonly holdTtlMs: number;
+  /** How long the checks of one submission hold the event loop at a time. */
+  readonly sliceMs: number;
   /** Starts a stored job. */
   start(job: JobRecord): void;
 }
@@ -88,6 +91,7 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
     const emails = new Set<string>();
     const domains = new Set<string>();
     for (const p of parsed) {
+      if (sliceSpent(settings.sliceMs)) await nextSlice();
       if (!p.ok) continue;
       emails.add(emailKey(p));
       if (!p.domainLiteral) for (const d of domainChain(p.asciiDomain)) domains.add(d);
@@ -96,6 +100,7 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
       const found = new Map<string, FilterAction>();
       const list = [...values];
       for (let i = 0; i < list.length; i += FILTER_LOOKUP_CHUNK) {
+        if (sliceSpent(settings.sliceMs)) await nextSlice();
         const chunk = list.slice(i, i + FILTER_LOOKUP_CHUNK);
         for (const filter of await store.findFilters(accountId, type, chunk)) {
           found.set(filter.value, filter.action);
@@ -116,11 +121,23 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
     emails: readonly string[],
     method: MethodName,
   ): Promise<NewJobItem[]> {
-    const parsed = emails.map((email) => engine.parse(email));
+    // 50,000 addresses take some 150 ms to parse and as long again to classify: in slices,
+    // so that the requests of others are answered meanwhile.
+    const parsed: ParseResult[] = [];
+    for (const email of emails) {
+      parsed.push(engine.parse(email));
+      if (sliceSpent(settings.sliceMs)) await nextSlice();
+    }
     const filters = await filterActions(accountId, parsed);
     const earlierOf = repeatFinder();
-    return emails.map((email, position) => {
-      const p = parsed[position] as ParseResult;
+    const items: NewJobItem[] = [];
+    for (const [position, email] of emails.entries()) {
+      items.push(classifyOne(email, parsed[position] as ParseResult, position));
+      if (sliceSpent(settings.sliceMs)) await nextSlice();
+    }
+    return items;
+
+    function classifyOne(email: string, p: ParseResult, position: number): NewJobItem {
       const earlier = earlierOf(email, p, position);
       if (earlier !== undefined) {
         return { email, billable: false, duplicateOf: earlier, result: null };
@@ -137,7 +154,7 @@ export function createSubmit(ctx: ServiceContext, settings: SubmitSettings) {
       return verdict === undefined
         ? { email, billable: true, duplicateOf: null, result: null }
         : { email, billable: false, duplicateOf: null, result: resultOf(verdict) };
-    });
+    }
   }
 
   return async function submitBatch(
