@@ -2,8 +2,10 @@
 // points and run it again on the same file. argv[2]: the file; argv[3]: a JSON plan:
 //   { submit?: { emails, method }, killAt?: { op, nth, when: 'before' | 'after' }, holdTtlMs? }
 // `killAt` counts calls of one Store write (createJob, recordJobResults, reholdJob, finishJob)
-// and kills the process right before the nth call starts or right after it committed. The
-// child prints one JSON line when it finishes: what it submitted or that the job completed.
+// and kills the process right before the nth call starts or right after it committed;
+// `killAtTurn` kills it at that turn of the event loop after the submission starts (a large
+// job is written in slices, a turn between them). The child prints one JSON line when it
+// finishes: what it submitted or that the job completed.
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/compose/engine.js';
 import type { Store } from '../../src/ports/store.js';
@@ -17,11 +19,18 @@ interface Plan {
   readonly domains: number;
   /** Print `{"stored":n}` after each results write, for a parent that kills from outside. */
   readonly reportWrites?: boolean;
+  readonly killAtTurn?: number;
+  /** The store's slice budget (createSqliteStore's sliceMs), and the service's. */
+  readonly storeSliceMs?: number;
+  readonly batchSliceMs?: number;
 }
 
 const plan = JSON.parse(process.argv[3] as string) as Plan;
 const die = () => process.kill(process.pid, 'SIGKILL');
-const sqlite = createSqliteStore(process.argv[2] as string, { holdSweepMs: 0 });
+const sqlite = createSqliteStore(process.argv[2] as string, {
+  holdSweepMs: 0,
+  ...(plan.storeSliceMs === undefined ? {} : { sliceMs: plan.storeSliceMs }),
+});
 let calls = 0;
 const store: Store = { ...sqlite };
 if (plan.killAt !== undefined) {
@@ -62,12 +71,18 @@ const service = createService({
     flushSize: 16,
     concurrency: 8,
     ...(plan.holdTtlMs === undefined ? {} : { holdTtlMs: plan.holdTtlMs }),
+    ...(plan.batchSliceMs === undefined ? {} : { sliceMs: plan.batchSliceMs }),
   },
 });
 
 if (plan.submit !== undefined) {
   const account = await service.admin.createAccount({ email: 'ops@example.org', credits: 100_000 });
   process.stdout.write(`${JSON.stringify({ accountId: account.id })}\n`);
+  if (plan.killAtTurn !== undefined) {
+    let turns = 0;
+    const turn = () => (++turns >= (plan.killAtTurn as number) ? die() : setImmediate(turn));
+    setImmediate(turn);
+  }
   const created = await service.submitBatch({ accountId: account.id }, plan.submit);
   process.stdout.write(`${JSON.stringify({ id: created.id })}\n`);
 } else {

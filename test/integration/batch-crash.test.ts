@@ -165,6 +165,36 @@ describe('batch jobs on SQLite, SIGKILLed and restarted', () => {
     }
   }, 60_000);
 
+  it('reserves nothing and starts nothing when killed while a large submission is written', async () => {
+    const path = join(dir, 'while-staged.db');
+    // More than JOB_ITEMS_AT_ONCE addresses: checked at once (the service's slices never
+    // end), then written in slices of 0 ms, some 47 transactions a turn apart.
+    const emails = Array.from({ length: 3_000 }, (_, i) => `user${i}@d${i % DOMAINS}.example`);
+    const first = await run(path, {
+      domains: DOMAINS,
+      submit: { emails, method: 'quick' },
+      batchSliceMs: Number.MAX_VALUE,
+      storeSliceMs: 0,
+      killAtTurn: 10,
+    });
+    expect(first.killed).toBe(true);
+    expect(first.lines.some((line) => 'id' in line)).toBe(false);
+    const accountId = first.lines[0]?.accountId as string;
+    expect((await run(path, { domains: DOMAINS })).killed).toBe(false);
+    const store = createSqliteStore(path, { holdSweepMs: 0 });
+    try {
+      expect(await store.listJobs('processing')).toEqual([]);
+      expect(await store.listJobs('completed')).toEqual([]);
+      const [staged] = await store.listJobs('failed');
+      expect(staged).toMatchObject({ accountId, reservation: null, processed: 0 });
+      expect(staged?.failureReason).toMatch(/did not complete/);
+      expect(await store.balance(accountId)).toMatchObject({ available: 100_000, reserved: 0 });
+      expect(await store.ledgerEntries(accountId)).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
   it('reserves nothing and stores nothing when killed before the submission commits', async () => {
     const path = join(dir, 'before-submit.db');
     const first = await run(path, {

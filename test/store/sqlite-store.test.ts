@@ -4,7 +4,19 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteStore, MIGRATIONS } from '../../src/sqlite.js';
-import type { FilterRecord, FilterType } from '../../src/ports/store.js';
+import { JOB_ITEMS_AT_ONCE, STAGED_JOB_REASON } from '../../src/adapters/sqlite/batch-store.js';
+import type {
+  FilterRecord,
+  FilterType,
+  JobRecord,
+  JobResultState,
+  LedgerCommit,
+  NewJobItem,
+  Store,
+} from '../../src/ports/store.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { turnCounter } from '../helpers/turns.js';
+import { job } from './batch-contract.js';
 import { account, storeContract } from './contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailverdict-sqlite-'));
@@ -209,5 +221,121 @@ describe('sqlite store: group commits', () => {
       expect(await reopened.balance(id)).toEqual({ available: 0, reserved: 0, used, total: 10 });
     }
     await reopened.close();
+  });
+});
+
+describe('sqlite store: a large job is created in slices', () => {
+  const SIZE = 2_500;
+  /**
+   * Every 7th address is free (its result known at submission); from the 1,200th on, every
+   * 11th repeats the one 1,200 before (in an earlier slice: free or not); the rest are billable.
+   */
+  const items: NewJobItem[] = Array.from({ length: SIZE }, (_, i) => {
+    const email = `user${i}@example.org`;
+    if (i >= 1_200 && i % 11 === 0) {
+      return {
+        email: `user${i - 1_200}@example.org`,
+        billable: false,
+        duplicateOf: i - 1_200,
+        result: null,
+      };
+    }
+    if (i % 7 === 0) {
+      const state = (['deliverable', 'undeliverable', 'risky'] as const)[i % 3] as JobResultState;
+      return { email, billable: false, duplicateOf: null, result: { record: `{"i":${i}}`, state } };
+    }
+    return { email, billable: true, duplicateOf: null, result: null };
+  });
+  const billable = items.filter((item) => item.billable).length;
+  const reserve = (id: string): LedgerCommit => ({
+    requests: [
+      { kind: 'reserve', ref: `mv:batch:${id}:hold:1`, amount: billable, expiresAt: 9e12 },
+    ],
+  });
+  const newJob = (id: string) =>
+    job(id, 'acct_a', { totalEmails: SIZE, billable, reservation: `mv:batch:${id}:hold:1` });
+
+  async function opened(path: string, sliceMs = 0): Promise<Store> {
+    const store = createSqliteStore(path, { sliceMs });
+    if ((await store.getAccount('acct_a')) === undefined) {
+      await store.insertAccount(account('acct_a'));
+      await store.applyLedger('acct_a', { kind: 'grant', ref: 'g', amount: 10_000 }, 1);
+    }
+    return store;
+  }
+
+  /** Everything a reader sees of a job: its record, pending items and results, page by page. */
+  async function contents(store: Store, id: string) {
+    const { processed, valid, invalid, risky, status, reservation, holds } = (await store.getJob(
+      'acct_a',
+      id,
+    )) as JobRecord;
+    return {
+      job: { processed, valid, invalid, risky, status, reservation, holds },
+      pending: await store.pendingJobItems(id, -1, SIZE),
+      results: await store.jobResults(id, -1, SIZE),
+    };
+  }
+
+  it('stores what one transaction stores, requests served between its transactions', async () => {
+    const store = await opened(join(dir, `staged-${files++}.db`));
+    const memory = createMemoryStore();
+    await memory.insertAccount(account('acct_a'));
+    await memory.applyLedger('acct_a', { kind: 'grant', ref: 'g', amount: 10_000 }, 1);
+    try {
+      const counter = turnCounter();
+      const outcome = await store.createJob(newJob('job_big'), items, reserve('job_big'), 1000);
+      // 0 ms slices: ROWS_PER_CLOCK_READ rows a transaction, a turn of the loop each.
+      expect(counter.stop()).toBeGreaterThanOrEqual(SIZE / JOB_ITEMS_AT_ONCE);
+      expect(outcome).toMatchObject({ ok: true, job: { status: 'processing' } });
+      await memory.createJob(newJob('job_big'), items, reserve('job_big'), 1000);
+      const stored = await contents(store, 'job_big');
+      expect(stored).toEqual(await contents(memory, 'job_big'));
+      expect(stored.job.processed).toBeGreaterThan(SIZE / 7);
+      expect(await store.balance('acct_a')).toEqual(await memory.balance('acct_a'));
+    } finally {
+      await store.close();
+      await memory.close();
+    }
+  });
+
+  it('stores nothing when the ledger refuses it at the end', async () => {
+    const store = await opened(join(dir, `staged-${files++}.db`));
+    try {
+      const creating = store.createJob(newJob('job_big'), items, reserve('job_big'), 1000);
+      // While its items are written, another request spends what it would reserve.
+      await new Promise((resolve) => setImmediate(resolve));
+      const spend = { kind: 'reserve', ref: 'other', amount: 10_000 - billable + 1 } as const;
+      expect((await store.applyLedger('acct_a', spend, 1000)).ok).toBe(true);
+      expect(await creating).toMatchObject({ ok: false, code: 'insufficient_credits' });
+      expect(await store.getJob('acct_a', 'job_big')).toBeUndefined();
+      expect(await store.jobResults('job_big', -1, SIZE)).toEqual([]);
+      expect(await store.pendingJobItems('job_big', -1, SIZE)).toEqual([]);
+      expect(await store.balance('acct_a')).toMatchObject({ reserved: spend.amount });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('leaves a failed job holding nothing when its process dies while writing it', async () => {
+    const path = join(dir, `staged-${files++}.db`);
+    const store = await opened(path);
+    const creating = store.createJob(newJob('job_big'), items, reserve('job_big'), 1000);
+    await new Promise((resolve) => setImmediate(resolve));
+    // As a SIGKILL would: the file is left as the last commit left it.
+    await store.close();
+    await expect(creating).rejects.toMatchObject({ code: 'closed' });
+    const reopened = await opened(path);
+    try {
+      expect(await reopened.getJob('acct_a', 'job_big')).toMatchObject({
+        status: 'failed',
+        failureReason: STAGED_JOB_REASON,
+        reservation: null,
+      });
+      expect(await reopened.listJobs('processing')).toEqual([]);
+      expect(await reopened.balance('acct_a')).toMatchObject({ available: 10_000, reserved: 0 });
+    } finally {
+      await reopened.close();
+    }
   });
 });

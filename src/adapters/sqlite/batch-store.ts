@@ -5,17 +5,27 @@ import type {
   JobResultState,
   JobWriteOutcome,
   LedgerCommit,
+  LedgerCommitOutcome,
   LedgerRequest,
+  NewJobItem,
   PendingJobItem,
   WebhookMessage,
 } from '../../ports/store.js';
 import { applyLedgerCommit, type LedgerBook } from '../../store/rules/ledger.js';
 import { finalRelease } from '../../store/rules/holds.js';
+import { nextSlice } from '../../slices.js';
 
 /** A refused ledger commit, thrown to roll back the results written before it. */
 class Refused extends Error {
   constructor(readonly outcome: JobWriteOutcome) {
     super('refused');
+  }
+}
+
+/** A ledger commit tried and thrown back, to learn whether it would be taken. */
+class RolledBack extends Error {
+  constructor(readonly outcome: LedgerCommitOutcome) {
+    super('rolled back');
   }
 }
 
@@ -26,13 +36,29 @@ const COUNTER: Readonly<Record<JobResultState, 'valid' | 'invalid' | 'risky'>> =
 };
 
 /**
+ * A job with more items than this is created in slices (createJobInSlices): its rows are
+ * written by several transactions, the event loop turning between them.
+ */
+export const JOB_ITEMS_AT_ONCE = 1_000;
+/** Rows a staged job's transaction writes between two looks at the clock. */
+const ROWS_PER_CLOCK_READ = 64;
+/**
+ * What a job left half-created says, should its process die while writing it: it was never
+ * announced (its id was never answered) and holds no credits, and is purged after a day.
+ */
+export const STAGED_JOB_REASON = 'internal_error: the submission did not complete';
+const STAGED_JOB_TTL_MS = 86_400_000;
+
+/**
  * The batch part of the SQLite Store. Each write is one IMMEDIATE transaction holding the
- * job's rows and the ledger requests that pay for them, so a SIGKILL leaves both or neither.
+ * job's rows and the ledger requests that pay for them, so a SIGKILL leaves both or neither;
+ * a large job is created in slices, under the same guarantee (createJobInSlices).
  */
 export function createSqliteBatchStore(
   db: Database.Database,
   bookOf: (accountId: string) => LedgerBook,
   guard: <T>(work: () => T) => T,
+  sliceMs: number,
 ): BatchStore {
   const s = guard(() => prepare(db));
   const tx = <A extends unknown[], T>(work: (...args: A) => T) => {
@@ -60,6 +86,25 @@ export function createSqliteBatchStore(
     for (const [state, n] of counts) s.count[COUNTER[state]].run(n, n, jobId);
   }
 
+  function insertJob(job: JobRecord): void {
+    s.insertJob.run(
+      job.id,
+      job.accountId,
+      job.method,
+      job.status,
+      job.totalEmails,
+      job.billable,
+      job.cost,
+      job.reservation,
+      job.holds,
+      job.callbackUrl,
+      job.baseUrl ?? null,
+      policyColumn(job.callbackPolicy?.allowHttp),
+      policyColumn(job.callbackPolicy?.allowPrivateNetworks),
+      job.createdAt,
+    );
+  }
+
   const createJob = tx(
     (
       job: JobRecord,
@@ -69,22 +114,7 @@ export function createSqliteBatchStore(
     ): JobWriteOutcome => {
       const outcome = applyLedgerCommit(job.accountId, commit, at, bookOf(job.accountId));
       if (!outcome.ok) return outcome as JobWriteOutcome;
-      s.insertJob.run(
-        job.id,
-        job.accountId,
-        job.method,
-        job.status,
-        job.totalEmails,
-        job.billable,
-        job.cost,
-        job.reservation,
-        job.holds,
-        job.callbackUrl,
-        job.baseUrl ?? null,
-        policyColumn(job.callbackPolicy?.allowHttp),
-        policyColumn(job.callbackPolicy?.allowPrivateNetworks),
-        job.createdAt,
-      );
+      insertJob(job);
       items.forEach((item, position) =>
         s.insertItem.run(
           job.id,
@@ -106,6 +136,126 @@ export function createSqliteBatchStore(
       return { ok: true, job: jobOf(job.accountId, job.id) as JobRecord };
     },
   );
+
+  const tryCommit = tx((accountId: string, commit: LedgerCommit, at: number): never => {
+    throw new RolledBack(applyLedgerCommit(accountId, commit, at, bookOf(accountId)));
+  });
+  /** The ledger's refusal of `commit` now, if it refuses: applied, then rolled back. */
+  function refusalNow(accountId: string, commit: LedgerCommit, at: number) {
+    try {
+      tryCommit(accountId, commit, at);
+    } catch (error) {
+      if (!(error instanceof RolledBack)) throw error;
+      return error.outcome.ok ? undefined : error.outcome;
+    }
+    return undefined;
+  }
+
+  /** The job's row, failed until finishStaged (what a process dying meanwhile leaves). */
+  const stageJob = tx((job: JobRecord, at: number) => {
+    insertJob({ ...job, status: 'failed', reservation: null, holds: 0 });
+    s.finish.run('failed', at, STAGED_JOB_REASON, at + STAGED_JOB_TTL_MS, job.id);
+  });
+
+  /**
+   * Writes the items from `from` on until `sliceMs` is spent; returns where it stopped. A free
+   * item's result, and a duplicate's of such an item, are written with it: `place` (which
+   * updates the rows after an item) would miss duplicates not written yet.
+   */
+  const stageItems = tx(
+    (
+      jobId: string,
+      items: readonly NewJobItem[],
+      from: number,
+      counts: Map<JobResultState, number>,
+    ): number => {
+      const started = performance.now();
+      let position = from;
+      while (position < items.length) {
+        const item = items[position] as NewJobItem;
+        const result =
+          item.result ??
+          (item.duplicateOf === null ? null : (items[item.duplicateOf]?.result ?? null));
+        s.insertItem.run(
+          jobId,
+          position,
+          item.email,
+          item.billable ? 1 : 0,
+          item.duplicateOf,
+          result?.record ?? null,
+          result?.state ?? null,
+        );
+        if (result !== null) counts.set(result.state, (counts.get(result.state) ?? 0) + 1);
+        position++;
+        if (position % ROWS_PER_CLOCK_READ === 0 && performance.now() - started >= sliceMs) break;
+      }
+      return position;
+    },
+  );
+
+  /** Files the job's ledger commit and makes it the processing job it is; else stores nothing. */
+  const finishStaged = tx(
+    (
+      job: JobRecord,
+      commit: LedgerCommit,
+      counts: Map<JobResultState, number>,
+      at: number,
+    ): JobWriteOutcome => {
+      const outcome = applyLedgerCommit(job.accountId, commit, at, bookOf(job.accountId));
+      if (!outcome.ok) return outcome as JobWriteOutcome;
+      s.makeProcessing.run(job.reservation, job.holds, job.id);
+      count(job.id, counts);
+      return { ok: true, job: jobOf(job.accountId, job.id) as JobRecord };
+    },
+  );
+
+  /** Deletes a staged job, its rows JOB_ITEMS_AT_ONCE at a time. */
+  async function unstage(jobId: string, size: number): Promise<void> {
+    for (let below = JOB_ITEMS_AT_ONCE; below < size; below += JOB_ITEMS_AT_ONCE) {
+      guard(() => s.deleteItemsBelow.run(jobId, below));
+      await nextSlice();
+    }
+    tx(() => {
+      s.deleteItems.run(jobId);
+      s.deleteJob.run(jobId);
+    })();
+  }
+
+  /**
+   * Creates a job too large to write in one slice of the event loop (50,000 items took some
+   * 200 ms in one transaction, every request waiting) in transactions of a slice each, without
+   * giving up what one transaction promised: the job is stored failed first, holding nothing;
+   * its items follow, a transaction a slice; the last transaction files the ledger commit and
+   * makes it processing. A process that dies before leaves a failed job no one was told of,
+   * no credit held; a refused commit deletes what was written and is the answer.
+   */
+  async function createJobInSlices(
+    job: JobRecord,
+    items: readonly NewJobItem[],
+    commit: LedgerCommit,
+    at: number,
+  ): Promise<JobWriteOutcome> {
+    // Refused now (no credits, a key taken): nothing is written. Taken now, it may still be
+    // refused at the end, by what other requests filed meanwhile.
+    const refusal = refusalNow(job.accountId, commit, at);
+    if (refusal !== undefined) return refusal as JobWriteOutcome;
+    stageJob(job, at);
+    const counts = new Map<JobResultState, number>();
+    let outcome: JobWriteOutcome;
+    try {
+      for (let position = 0; position < items.length;) {
+        await nextSlice();
+        position = stageItems(job.id, items, position, counts);
+      }
+      await nextSlice();
+      outcome = finishStaged(job, commit, counts, at);
+    } catch (error) {
+      await unstage(job.id, items.length).catch(() => undefined);
+      throw error;
+    }
+    if (!outcome.ok) await unstage(job.id, items.length);
+    return outcome;
+  }
 
   const recordJobResults = tx(
     (
@@ -200,6 +350,7 @@ export function createSqliteBatchStore(
 
   return {
     async createJob(job, items, commit, at) {
+      if (items.length > JOB_ITEMS_AT_ONCE) return createJobInSlices(job, items, commit, at);
       return createJob(job, items, commit, at);
     },
     async getJob(accountId, id) {
@@ -331,6 +482,11 @@ function prepare(db: Database.Database) {
     purgeable: db.prepare('SELECT id FROM batch_jobs WHERE purge_at IS NOT NULL AND purge_at <= ?'),
     deleteWebhooks: db.prepare('DELETE FROM batch_webhooks WHERE job_id = ?'),
     deleteItems: db.prepare('DELETE FROM batch_items WHERE job_id = ?'),
+    deleteItemsBelow: db.prepare('DELETE FROM batch_items WHERE job_id = ? AND position < ?'),
+    makeProcessing: db.prepare(
+      `UPDATE batch_jobs SET status = 'processing', completed_at = NULL, failure_reason = NULL,
+         purge_at = NULL, reservation = ?, holds = ? WHERE id = ?`,
+    ),
     deleteJob: db.prepare('DELETE FROM batch_jobs WHERE id = ?'),
     insertWebhook: db.prepare(
       `INSERT INTO batch_webhooks (id, account_id, job_id, url, payload, status, attempts,

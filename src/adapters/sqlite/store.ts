@@ -6,6 +6,7 @@ import { sqliteFilters } from './filters.js';
 import { sqliteLedger, sweepHoldsEvery } from './ledger.js';
 import { rateWindow, sqliteRateCounter, sweepEndedWindows } from './rate-window.js';
 import { MIGRATIONS, openDatabase } from './schema.js';
+import { SLICE_MS } from '../../slices.js';
 
 export { MIGRATIONS };
 
@@ -30,6 +31,12 @@ export interface SqliteStoreOptions {
    * the store opens. Default 1 minute; 0 only at open.
    */
   readonly holdSweepMs?: number;
+  /**
+   * How long one transaction writing a large batch job's items may hold the event loop, in
+   * milliseconds: a job of more than JOB_ITEMS_AT_ONCE addresses is written in transactions
+   * of about this long, requests served between them. Default SLICE_MS (5).
+   */
+  readonly sliceMs?: number;
 }
 
 export const SQLITE_BUSY_TIMEOUT_MS = 5000;
@@ -72,7 +79,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
 
   return {
     // Batch jobs, results and the webhook outbox: batch-store.ts.
-    ...createSqliteBatchStore(db, ledger.book, guardWrite),
+    ...createSqliteBatchStore(db, ledger.book, guardWrite, options.sliceMs ?? SLICE_MS),
     ...sqliteAccounts(db, guardWrite),
     ...ledger.methods,
     ...filters,
