@@ -30,7 +30,8 @@ export interface VerifyManyOptions {
    * How long the run may hold the event loop at a time, in milliseconds: once a slice is
    * spent, the next result waits for a later turn (src/slices.ts), so that a server running
    * an offline job (whose verdicts are all ready at once) still answers its requests. Default
-   * SLICE_MS (5); `Infinity` never yields, 0 yields before every result.
+   * SLICE_MS (5); `Infinity` never yields, 0 yields at every look at the clock (every 16
+   * verifications started or results delivered).
    */
   readonly sliceMs?: number;
 }
@@ -63,6 +64,12 @@ export const VERIFY_MANY_PER_DOMAIN = 50;
  * query whose answer the DNS cache keeps.
  */
 const PREFETCH_PER_SLOT = 4;
+
+/**
+ * Pieces of work (a verification started, a result delivered) between two reads of the clock:
+ * performance.now() costs 60 to 190 ns here, a fifth of an offline verification's time.
+ */
+const WORK_PER_CLOCK_READ = 16;
 
 /** Addresses read ahead of the work, at least: enough to find the next domains to start. */
 const MIN_LOOKAHEAD = 1_024;
@@ -105,6 +112,8 @@ interface DomainGroup {
   /** Started and not yet consumed: a slot is held until the caller takes the result. */
   held: number;
   active: boolean;
+  /** In the run's queue of groups waiting for a slice to start more. */
+  deferred: boolean;
 }
 
 type Outcome = VerifyManyResult | { readonly error: unknown };
@@ -158,8 +167,16 @@ class VerifyManyRun implements VerifyManyIterator {
   readonly #perDomain: number;
   readonly #lookahead: number;
   readonly #sliceMs: number;
-  /** This step was given its slice: it delivers before looking at the clock again. */
-  #sliceBegun = false;
+  /**
+   * A slice was just given (or the run just began): one piece of work (a verification
+   * started, a result delivered) goes ahead before the clock is read, so that each slice
+   * makes progress whatever its length.
+   */
+  #sliceGiven = true;
+  #sliceOver = false;
+  #sinceClockRead = 0;
+  /** Active groups with addresses to start that waited for a slice, each once. */
+  readonly #deferred = new Fifo<DomainGroup>();
   readonly #io: DomainIo;
   /** Queued domains whose MX lookup may start early, and how many such lookups are running. */
   readonly #toPrefetch = new Fifo<DomainGroup>();
@@ -251,13 +268,12 @@ class VerifyManyRun implements VerifyManyIterator {
     if (this.#signal?.aborted === true) return this.#fail(this.#signal.reason);
     const reading = this.#fill();
     // An offline run has a result ready at every step, and a caller's `for await` over it
-    // never let the event loop turn: a ready result waits for the next slice once this one
-    // is spent.
-    if (this.#ready.size > 0 && !this.#sliceBegun && sliceSpent(this.#sliceMs)) {
-      return this.#wait(nextSlice().then(() => void (this.#sliceBegun = true)));
+    // never let the event loop turn: a ready result, like a verification to start, waits for
+    // the next slice once this one is spent.
+    if (this.#ready.size > 0 ? !this.#mayWork() : this.#deferred.size > 0) {
+      return this.#wait(nextSlice().then(() => void (this.#sliceGiven = true)));
     }
-    // A slice given delivers a result at least, whatever its length.
-    this.#sliceBegun = false;
+    this.#sliceGiven = false;
     // A result that is ready goes out even while the source has not given its next item: a
     // source that is slow to write (`tail -f log | mailverdict batch -`) held every result
     // until the window of 1,024 addresses or more had been read.
@@ -319,9 +335,38 @@ class VerifyManyRun implements VerifyManyIterator {
     }
   }
 
-  /** Starts the group's next addresses, as many as its slots allow. */
+  /**
+   * Whether a piece of work may go ahead in this slice. The clock is read once every
+   * WORK_PER_CLOCK_READ pieces: read at each, it cost an offline run a sixth of its speed.
+   */
+  #mayWork(): boolean {
+    if (this.#sliceGiven) {
+      this.#sliceGiven = false;
+      this.#sliceOver = false;
+      this.#sinceClockRead = 0;
+      return true;
+    }
+    if (this.#sliceOver) return false;
+    if (++this.#sinceClockRead < WORK_PER_CLOCK_READ) return true;
+    this.#sinceClockRead = 0;
+    this.#sliceOver = sliceSpent(this.#sliceMs);
+    return !this.#sliceOver;
+  }
+
+  /**
+   * Starts the group's next addresses, as many as its slots allow and the slice has time for
+   * (an engine without I/O verifies as it is asked: 50 domains of 50 addresses started at once
+   * were some 100 ms); the rest wait for the next slice.
+   */
   #start(group: DomainGroup): void {
     while (group.held < this.#perDomain && group.addresses.size > 0) {
+      if (!this.#mayWork()) {
+        if (!group.deferred) {
+          group.deferred = true;
+          this.#deferred.push(group);
+        }
+        return;
+      }
       const index = group.indexes.shift() as number;
       const address = group.addresses.shift() as string;
       this.#buffered--;
@@ -348,6 +393,12 @@ class VerifyManyRun implements VerifyManyIterator {
 
   /** Gives free domain slots to the domains that have waited longest. */
   #admit(): void {
+    // First the groups that waited for a slice, in the order they did.
+    for (let waiting = this.#deferred.size; waiting > 0; waiting--) {
+      const group = this.#deferred.shift() as DomainGroup;
+      group.deferred = false;
+      this.#start(group);
+    }
     while (this.#activeDomains < this.#concurrency && this.#queued.size > 0) {
       const group = this.#queued.shift() as DomainGroup;
       group.active = true;
@@ -371,7 +422,14 @@ class VerifyManyRun implements VerifyManyIterator {
     const key = this.#io.groupByDomain ? domainKey(address) : '';
     let group = this.#groups.get(key);
     if (group === undefined) {
-      group = { key, indexes: new Fifo(), addresses: new Fifo(), held: 0, active: false };
+      group = {
+        key,
+        indexes: new Fifo(),
+        addresses: new Fifo(),
+        held: 0,
+        active: false,
+        deferred: false,
+      };
       this.#groups.set(key, group);
     }
     group.indexes.push(index);
