@@ -30,7 +30,12 @@ import {
 import { providerOf } from './provider.js';
 import { FindingPath, type Outcome } from './outcome.js';
 import { freeVerdict } from './free-verdict.js';
-import { ipFilterAction, prefetchHostAddresses } from './ip-filter-stage.js';
+import {
+  ipFilterAction,
+  ipFilterActionOnce,
+  prefetchHostAddresses,
+  type DomainAnswers,
+} from './ip-filter-stage.js';
 import type { Verdict } from './verdict.js';
 
 /**
@@ -218,10 +223,12 @@ export function buildEngine(options: EngineParts): Engine {
     verifyMany(addresses, manyOptions = {}) {
       requireIterable(addresses);
       const method = probeable(methodOf(manyOptions.method));
-      // One call's options for every address: the run's signal, retry and filter.
-      const call: VerifyCall = manyOptions;
+      // One call's options for every address: the run's signal, retry and filter, whose
+      // answers the run keeps by domain.
       const { ipFilter } = manyOptions;
       if (ipFilter !== undefined) requireIpFilter(ipFilter, 'verifyMany');
+      const call: VerifyCall =
+        ipFilter === undefined ? manyOptions : { ...manyOptions, ipAnswers: new Map() };
       // verifyEach checks each item is a string; an offline verdict comes back without a promise.
       return verifyEach(
         addresses,
@@ -312,7 +319,10 @@ interface EngineContext {
 }
 
 /** What one call of verify or verifyMany asks of each of its verifications. */
-type VerifyCall = Pick<VerifyOptions, 'signal' | 'retryGreylisted' | 'ipFilter'>;
+interface VerifyCall extends Pick<VerifyOptions, 'signal' | 'retryGreylisted' | 'ipFilter'> {
+  /** verifyMany's: the IP filter's answers by domain, asked once per domain of the run. */
+  readonly ipAnswers?: DomainAnswers;
+}
 
 /** One verification: parse once, then the method's checkers in order until one fails. */
 function run(
@@ -396,8 +406,15 @@ function afterIpFilter(
   const { parsed, input } = facts;
   const filter = call.ipFilter as IpFilter;
   const hosts = facts.mx?.hosts ?? [];
-  const action = ipFilterAction(parsed, hosts, context.ports.dns, filter, call.signal);
+  const { dns } = context.ports;
+  const action =
+    call.ipAnswers === undefined
+      ? ipFilterAction(parsed, hosts, dns, filter, call.signal)
+      : ipFilterActionOnce(call.ipAnswers, parsed, hosts, dns, filter, call.signal);
   if (action === undefined) return rest(started);
+  if (!(action instanceof Promise)) {
+    return freeVerdict(input, parsed, method.name, () => action) ?? rest(started);
+  }
   const startedAt = started === SYNCHRONOUS ? context.clock.now() : started;
   return action.then(
     (found) => freeVerdict(input, parsed, method.name, () => found) ?? rest(startedAt),

@@ -33,6 +33,45 @@ export function ipFilterAction(
 }
 
 /**
+ * A run's IP-filter answers by domain (verifyMany): a domain's addresses share its mail
+ * hosts, so the filter is asked once per domain, not once per address, and once it has
+ * answered, the domain's later addresses go on without waiting (bench/: asking per address
+ * had made a filtered run's engine work 1.8x that of one without).
+ */
+export type DomainAnswers = Map<
+  string,
+  FilterAction | undefined | Promise<FilterAction | undefined>
+>;
+
+/** Domains whose answers one run keeps at most. */
+const REMEMBERED_DOMAINS = 10_000;
+
+/**
+ * `ipFilterAction`, asked once per domain of a run and remembered in `answers`: the action
+ * itself (or undefined: none, or nothing to ask) once known, a promise until then.
+ */
+export function ipFilterActionOnce(
+  answers: DomainAnswers,
+  parsed: ParsedAddress,
+  hosts: readonly MxHost[],
+  dns: Dns,
+  filter: IpFilter,
+  signal: AbortSignal | undefined,
+): FilterAction | undefined | Promise<FilterAction | undefined> {
+  const domain = parsed.asciiDomain;
+  if (answers.has(domain)) return answers.get(domain);
+  if (answers.size >= REMEMBERED_DOMAINS) answers.clear();
+  const answer = ipFilterAction(parsed, hosts, dns, filter, signal);
+  answers.set(domain, answer);
+  answer?.then(
+    (action) => answers.set(domain, action),
+    // A failed ask is no answer: the next address of the domain asks again.
+    () => answers.delete(domain),
+  );
+  return answer;
+}
+
+/**
  * `ipFilterAction` for an address whose MX hosts are not known yet: looks them up first,
  * through the same Dns (and cache) its verification then uses. For a caller that must know
  * whether a filter answers before it starts the verification (a charge reserved only for

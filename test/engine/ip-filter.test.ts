@@ -144,6 +144,23 @@ describe('a bad ipFilter', () => {
 });
 
 describe('verifyMany with an IP filter', () => {
+  it('asks the filter once per domain of a run, however many of its addresses it verifies', async () => {
+    const { engine } = online();
+    const ipFilter = tableFilter({ '198.51.100.9': 'block' });
+    const addresses = Array.from({ length: 60 }, (_, i) =>
+      i % 2 === 0 ? `u${i}@plain.example.org` : `u${i}@four.example.org`,
+    );
+    for (let run = 1; run <= 2; run++) {
+      const reasons = new Map<string, number>();
+      for await (const { verdict } of engine.verifyMany(addresses, { method: 'quick', ipFilter })) {
+        reasons.set(verdict.reason, (reasons.get(verdict.reason) ?? 0) + 1);
+      }
+      expect(Object.fromEntries(reasons)).toEqual({ blocked_by_filter: 30, accepted_email: 30 });
+      // Each run asks afresh: a filter changed between runs is heard.
+      expect(ipFilter.asked).toHaveLength(2 * run);
+    }
+  });
+
   it("looks up the next domains' mail host addresses ahead of their turn, as it does their MX", async () => {
     const domains = 12;
     const table: Record<string, string[]> = {};
