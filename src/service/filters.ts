@@ -74,8 +74,8 @@ export function createFilters(ctx: ServiceContext): Filters {
    *
    * One filter serves one verification or one run of a job's work, as the account's filters
    * were when it began (a job's email and domain filters are read at submission): it remembers
-   * its answer for each set of IPs, since a domain's addresses share their mail hosts and each
-   * would read the same ranges again (bench/: a third of a filtered job's work).
+   * its answer for each set of IPs. The engine asks once per domain of a run; this keeps the
+   * domains that share their mail hosts (a hosting provider's) to one read of their ranges.
    */
   async function ipFilterOf(accountId: string): Promise<IpFilter | undefined> {
     const prefixes = await store.ipFilterPrefixes(accountId);

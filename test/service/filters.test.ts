@@ -264,6 +264,7 @@ function recordingStore(inner: Store) {
 describe.each(STORES)('IP filters by lookup, not by scan, on %s', (_name, makeStore) => {
   const zones = {
     'example.org': ['mx1.example.org', 'mx2.example.org'],
+    'hosted.example.net': ['mx1.example.org', 'mx2.example.org'],
     'dual.example.net': ['mx.dual.example.net'],
     'mapped.example.net': ['mx.mapped.example.net'],
   };
@@ -356,13 +357,14 @@ describe.each(STORES)('IP filters by lookup, not by scan, on %s', (_name, makeSt
     expect((await verify('a@[IPv6:::ffff:192.0.2.5]')).verdict.reason).toBe('blocked_by_filter');
   });
 
-  it("reads a domain's ranges once per job run, however many of its addresses it verifies", async () => {
+  it('reads the ranges of a set of mail hosts once per job run, however many domains share it', async () => {
     const { service, accountId, reads, dns } = await withIpFilters(
       ['198.51.100.0/24', '2001:db8:9::/48'],
       () => 'block',
     );
     const emails = [
       ...Array.from({ length: 20 }, (_, i) => `u${i}@example.org`),
+      ...Array.from({ length: 20 }, (_, i) => `u${i}@hosted.example.net`),
       ...Array.from({ length: 20 }, (_, i) => `u${i}@dual.example.net`),
     ];
     const caller = { accountId };
@@ -370,11 +372,12 @@ describe.each(STORES)('IP filters by lookup, not by scan, on %s', (_name, makeSt
     await service.batchWork.idle();
     expect(await service.batchStatus(caller, id)).toMatchObject({
       status: 'completed',
-      invalid: 40,
+      invalid: 60,
     });
-    // Submission reads the email and domain filters; the run, the prefixes once and each
-    // domain's ranges once: a /24 or a /48 for each of its two IPs (example.org's two
-    // hosts, dual.example.net's one host of both families).
+    // Submission reads the email and domain filters; the run, the prefixes once and the
+    // ranges of each set of mail host IPs once: a /24 or a /48 for each of two IPs
+    // (example.org's two hosts, which hosted.example.net shares; dual.example.net's one host
+    // of both families).
     expect(reads.filter((read) => read.startsWith('ip'))).toEqual([
       'ip prefixes',
       'ip_address x2',
