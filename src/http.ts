@@ -12,5 +12,5 @@ export { REMOTE_ADDRESS, resolveClientIp, withRemoteAddress } from './http/clien
 export { PREFLIGHT_MAX_AGE_S } from './http/cors.js';
 export { OPENAPI_DOCUMENT } from './http/openapi.js';
 export { MAX_QUERY_LENGTH } from './http/query.js';
-export { MAX_BODY_BYTES } from './http/request-body.js';
+export { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_ELEMENTS } from './http/request-body.js';
 export { HttpError } from './http/responses.js';

@@ -8,7 +8,7 @@ export {
   serve,
   SHUTDOWN_TIMEOUT_MS,
 } from './http/node-server.js';
-export type { RunningServer, ServeOptions } from './http/node-server.js';
+export type { NodeListenerOptions, RunningServer, ServeOptions } from './http/node-server.js';
 export { createHandler } from './http/handler.js';
 export type { FetchHandler, HandlerOptions } from './http/handler.js';
 export type { OperationsOptions } from './http/operations.js';
