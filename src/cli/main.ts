@@ -5,6 +5,7 @@ import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_ELEMENTS } from '../http/reque
 import {
   HEADERS_TIMEOUT_MS,
   KEEP_ALIVE_TIMEOUT_MS,
+  WRITE_TIMEOUT_MS,
   MAX_HEADER_BYTES,
   MAX_HEADERS_COUNT,
   REQUEST_TIMEOUT_MS,
@@ -35,6 +36,7 @@ import { remoteFailure } from './remote.js';
 import { DEFAULT_DB, serviceFailure, type FileFlags } from './service-file.js';
 import { escapeForTerminal } from './terminal.js';
 import { ServiceError } from '../service/service-error.js';
+import { SLICE_MS } from '../slices.js';
 
 /** Our package.json: two folders up from src/cli/main.ts and from dist/cli/bin.js alike. */
 function version(): string {
@@ -145,6 +147,14 @@ function withServeFlags(command: Command): Command {
       .option(
         '--keep-alive-timeout <ms>',
         `how long an idle connection stays open (default: ${KEEP_ALIVE_TIMEOUT_MS})`,
+      )
+      .option(
+        '--write-timeout <ms>',
+        `how long a client may take nothing of an answer before it is cut (default: ${WRITE_TIMEOUT_MS})`,
+      )
+      .option(
+        '--slice-ms <ms>',
+        `how long batch work holds the server at a time before answering requests (default: ${SLICE_MS})`,
       )
       .option('--access-log', 'log one line per request (method, route, status, duration, key id)'),
   );

@@ -30,6 +30,8 @@ export interface ServiceParts {
   readonly observer?: Observer;
   readonly logger?: Logger;
   readonly batch?: BatchOptions;
+  /** How long batch work and a SQLite write of a large job hold the event loop at a time. */
+  readonly sliceMs?: number;
 }
 
 /**
@@ -38,7 +40,11 @@ export interface ServiceParts {
  */
 export async function openService(flags: FileFlags, parts: ServiceParts = {}): Promise<Service> {
   const store =
-    flags.redis === undefined ? await sqliteStore(flags.db) : await redisStore(flags.redis);
+    flags.redis === undefined
+      ? await sqliteStore(flags.db, parts.sliceMs)
+      : await redisStore(flags.redis);
+  const batch =
+    parts.sliceMs === undefined ? parts.batch : { ...parts.batch, sliceMs: parts.sliceMs };
   // The engine's observer is the service's too: verdicts, DNS, SMTP and batch progress alike.
   return createService({
     engine: createEngine({
@@ -46,12 +52,12 @@ export async function openService(flags: FileFlags, parts: ServiceParts = {}): P
       ...optional('observer', parts.observer),
     }),
     store,
-    ...optional('batch', parts.batch),
+    ...optional('batch', batch),
     ...optional('logger', parts.logger),
   });
 }
 
-async function sqliteStore(path: string): Promise<Store> {
+async function sqliteStore(path: string, sliceMs: number | undefined): Promise<Store> {
   let createSqliteStore: typeof import('../adapters/sqlite/store.js').createSqliteStore;
   try {
     ({ createSqliteStore } = await import('../adapters/sqlite/store.js'));
@@ -61,7 +67,7 @@ async function sqliteStore(path: string): Promise<Store> {
     );
   }
   try {
-    return createSqliteStore(path);
+    return createSqliteStore(path, optional('sliceMs', sliceMs));
   } catch (error) {
     // A missing folder, a directory, a file we may not write: the path is what to fix.
     throw new UsageError(`cannot open ${JSON.stringify(path)}: ${(error as Error).message}`);

@@ -33,12 +33,20 @@ import {
   MAX_HEADER_BYTES,
   MAX_HEADERS_COUNT,
   REQUEST_TIMEOUT_MS,
+  WRITE_TIMEOUT_MS,
 } from './server-limits.js';
 
 /** How long `close()` waits for requests in flight before cutting their connections. */
 export const SHUTDOWN_TIMEOUT_MS = 30_000;
 /** Bytes of request body buffered ahead of the handler's reading: back-pressure beyond. */
 const BODY_HIGH_WATER_MARK = 64 * 1024;
+/**
+ * Bytes of a streamed answer handed to the socket at a time: node's own high-water mark, so
+ * that each write waits for the client to take about this much, and the write timeout
+ * measures the time without such progress (a 200 KB page written whole had a client read
+ * 200 KB within the timeout, a rate, rather than anything at all).
+ */
+const WRITE_PIECE_BYTES = 16 * 1024;
 /**
  * How long a connection refused at the HTTP level (malformed, headers too large, too slow)
  * stays open after its answer, for the client to read it before the connection is cut.
@@ -71,6 +79,13 @@ export interface NodeListenerOptions {
    * client reads it); a body declared larger, or running longer, closes the connection.
    */
   readonly maxBodyBytes?: number;
+  /**
+   * How long a client may take nothing of an answer being written, in milliseconds, before
+   * the connection is cut: a download's client that stops reading holds the connection and
+   * its socket buffers that long at most, and the download stops being read from the store
+   * meanwhile (back-pressure). Default WRITE_TIMEOUT_MS (30 s).
+   */
+  readonly writeTimeoutMs?: number;
 }
 
 /**
@@ -90,6 +105,7 @@ export function createNodeListener(
   const settings: ListenerSettings = {
     maxHeadersCount: options.maxHeadersCount ?? MAX_HEADERS_COUNT,
     discardLimit: 2 * (options.maxBodyBytes ?? MAX_BODY_BYTES),
+    writeTimeoutMs: writeTimeoutOf(options.writeTimeoutMs),
   };
   return (incoming, outgoing) => {
     void answer(handler, replies, incoming, outgoing, settings).catch((error: unknown) => {
@@ -107,10 +123,19 @@ export function createNodeListener(
   };
 }
 
+/** The write timeout, checked: a timer longer than 2^31 - 1 ms fires at once in Node. */
+function writeTimeoutOf(ms = WRITE_TIMEOUT_MS): number {
+  if (!(ms > 0 && ms <= 2 ** 31 - 1)) {
+    throw new RangeError(`writeTimeoutMs must be 1 to 2^31 - 1 ms, got ${ms}`);
+  }
+  return ms;
+}
+
 interface ListenerSettings {
   readonly maxHeadersCount: number;
   /** Bytes of an unread body read and thrown away after an early answer, at most. */
   readonly discardLimit: number;
+  readonly writeTimeoutMs: number;
 }
 
 async function answer(
@@ -154,10 +179,12 @@ async function answer(
     }
     outgoing.writeHead(status, headers);
     outgoing.end(body ?? undefined);
+    // What the socket did not take at once waits for a client that may not be reading.
+    if (outgoing.writableLength > 0) void taken(outgoing, 'finish', settings.writeTimeoutMs);
     return;
   }
   outgoing.writeHead(status, headers);
-  await pipeBody(body, outgoing);
+  await pipeBody(body, outgoing, settings.writeTimeoutMs);
 }
 
 /** The Reply of a fetch handler that is not ours, from its Response. */
@@ -253,33 +280,71 @@ function discardRest(incoming: IncomingMessage, limit: number): void {
   incoming.resume();
 }
 
-async function pipeBody(body: ReadableStream<Uint8Array>, outgoing: ServerResponse): Promise<void> {
+/**
+ * Writes a streamed body with back-pressure: the next chunk is read only once the client took
+ * the last (so a client that reads slowly slows the reading, and one that reads nothing stops
+ * it), and a client that takes nothing for `writeTimeoutMs` is cut off.
+ */
+async function pipeBody(
+  body: ReadableStream<Uint8Array>,
+  outgoing: ServerResponse,
+  writeTimeoutMs: number,
+): Promise<void> {
   const reader = body.getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      if (!outgoing.write(value)) {
-        await new Promise<void>((resolve) => {
-          const resume = (): void => {
-            outgoing.off('drain', resume);
-            outgoing.off('close', resume);
-            resolve();
-          };
-          outgoing.on('drain', resume);
-          outgoing.on('close', resume);
-        });
-      }
-      if (outgoing.destroyed) {
-        await reader.cancel();
-        return;
+      for (let at = 0; at < value.byteLength; at += WRITE_PIECE_BYTES) {
+        const piece = value.subarray(at, at + WRITE_PIECE_BYTES);
+        const written = outgoing.write(piece) || (await taken(outgoing, 'drain', writeTimeoutMs));
+        if (!written || outgoing.destroyed) {
+          await reader.cancel();
+          return;
+        }
       }
     }
     outgoing.end();
+    await taken(outgoing, 'finish', writeTimeoutMs);
   } catch (error) {
     // The status line is out: a stream that fails midway can only be cut short.
     outgoing.destroy(error as Error);
   }
+}
+
+/**
+ * Waits until the client has taken what is buffered (`drain`) or the whole answer (`finish`).
+ * False when the connection closed first, or when the client took nothing for `timeoutMs`:
+ * then the connection is reset, so that a client that stopped reading holds neither it nor
+ * the rest of its answer. A reset rather than a close: a closed socket keeps its unsent
+ * bytes in the kernel (up to net.ipv4.tcp_wmem's 4 MiB here) for as long as the client
+ * keeps its window shut, where a reset drops them at once.
+ */
+function taken(
+  outgoing: ServerResponse,
+  event: 'drain' | 'finish',
+  timeoutMs: number,
+): Promise<boolean> {
+  if (event === 'finish' && outgoing.writableFinished) return Promise.resolve(true);
+  if (outgoing.destroyed) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const settle = (ok: boolean): void => {
+      clearTimeout(timer);
+      outgoing.off(event, onEvent);
+      outgoing.off('close', onClose);
+      resolve(ok);
+    };
+    const onEvent = (): void => settle(true);
+    const onClose = (): void => settle(false);
+    const timer = setTimeout(() => {
+      const { socket } = outgoing;
+      if (socket === null) outgoing.destroy();
+      else socket.resetAndDestroy();
+      settle(false);
+    }, timeoutMs);
+    outgoing.on(event, onEvent);
+    outgoing.on('close', onClose);
+  });
 }
 
 /**
@@ -471,6 +536,11 @@ export interface ServeOptions extends HandlerOptions {
   readonly requestTimeoutMs?: number;
   /** How long an idle keep-alive connection waits for its next request. Default 5 s. */
   readonly keepAliveTimeoutMs?: number;
+  /**
+   * How long a client may take nothing of an answer being written before the connection is
+   * cut (NodeListenerOptions.writeTimeoutMs). Default 30 s.
+   */
+  readonly writeTimeoutMs?: number;
   /** Port to listen on; 0 (the default) picks a free one. */
   readonly port?: number;
   /** Address to listen on. Default: 127.0.0.1 (loopback: exposing it is a choice). */
@@ -559,6 +629,7 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
     );
   }
   const maxHeadersCount = options.maxHeadersCount ?? MAX_HEADERS_COUNT;
+  const writeTimeoutMs = writeTimeoutOf(options.writeTimeoutMs);
   if (owned) await service.start();
   // Made once the port is known: download_url is built on the listening address by default.
   const made: { listener?: ReturnType<typeof createNodeListener> } = {};
@@ -656,6 +727,7 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
     {
       maxHeadersCount,
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      writeTimeoutMs,
     },
   );
 

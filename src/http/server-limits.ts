@@ -22,3 +22,10 @@ export const HEADERS_TIMEOUT_MS = 20_000;
 export const REQUEST_TIMEOUT_MS = 300_000;
 /** How long an idle keep-alive connection waits for its next request: Node's default. */
 export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/**
+ * How long a client may take nothing of an answer being written (a piece of 16 KiB at most)
+ * before the connection is cut. nginx's send_timeout is 60 s; half that, as long as a
+ * shutdown waits: a client that stopped reading holds its connection and its share of the
+ * socket buffers no longer.
+ */
+export const WRITE_TIMEOUT_MS = 30_000;

@@ -371,6 +371,9 @@ describe('serve', () => {
         ['--port', '0', '--max-headers', '0'],
         ['--port', '0', '--max-json-depth', '1e3'],
         ['--port', '0', '--keep-alive-timeout', String(2 ** 31)],
+        ['--port', '0', '--write-timeout', '0'],
+        ['--port', '0', '--slice-ms', '0'],
+        ['--port', '0', '--slice-ms', '5000'],
         ['--port', '0', '--headers-timeout', '5000', '--request-timeout', '1000'],
       ]) {
         const run = await cli(['serve', '--offline', '--db', db, ...extra]);
@@ -400,6 +403,11 @@ describe('serve: the limits and timeouts of its connections', () => {
       '300',
       '--request-timeout',
       '600',
+      // Taken, and at work in test/integration/http-downloads.test.ts and the batch tests.
+      '--write-timeout',
+      '1000',
+      '--slice-ms',
+      '2',
     ]);
     try {
       const { port } = new URL(serve.url);

@@ -37,6 +37,9 @@ export interface ServeFlags extends FileFlags, Omit<EngineFlags, 'method'> {
   readonly headersTimeout?: string;
   readonly requestTimeout?: string;
   readonly keepAliveTimeout?: string;
+  readonly writeTimeout?: string;
+  /** The slice budget of batch work (batch.sliceMs, and the SQLite store's). */
+  readonly sliceMs?: string;
   readonly logLevel?: string;
   /** One log line per request. */
   readonly accessLog?: boolean;
@@ -71,6 +74,8 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
     }
   }
   const limits = serverLimitsOf(flags);
+  // A slice over a second would hold the server for as long: what slices are there to stop.
+  const sliceMs = integer(flags.sliceMs, '--slice-ms', 1, 1_000);
   const logger = await cliLogger(flags.logLevel, io.stderr);
   const { listeningBaseUrl, loadPrometheusMetrics, serve } =
     await import('../../http/node-server.js');
@@ -93,6 +98,7 @@ export async function serveCommand(flags: ServeFlags, io: CliIo): Promise<ExitCo
   const service = await openService(flags, {
     engine: shared?.engine(engine) ?? engine,
     logger,
+    ...optional('sliceMs', sliceMs),
     ...(metrics === undefined ? {} : { observer: metrics.observer }),
     // The webhook's download_url too, not only the answers of GET /v1/verify/{id}: without
     // it a completed job's event pointed at http://localhost/.
@@ -173,6 +179,7 @@ type ServerLimits = Pick<
   | 'headersTimeoutMs'
   | 'requestTimeoutMs'
   | 'keepAliveTimeoutMs'
+  | 'writeTimeoutMs'
 >;
 
 /** The ServeOptions of the limit flags, each checked (a usage error names the flag). */
@@ -190,6 +197,7 @@ function serverLimitsOf(flags: ServeFlags): ServerLimits {
     ...optional('headersTimeoutMs', ms(flags.headersTimeout, '--headers-timeout')),
     ...optional('requestTimeoutMs', ms(flags.requestTimeout, '--request-timeout')),
     ...optional('keepAliveTimeoutMs', ms(flags.keepAliveTimeout, '--keep-alive-timeout')),
+    ...optional('writeTimeoutMs', ms(flags.writeTimeout, '--write-timeout')),
   };
   const headers = limits.headersTimeoutMs ?? HEADERS_TIMEOUT_MS;
   const request = limits.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
