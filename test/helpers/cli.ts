@@ -63,9 +63,26 @@ export interface CliProcess {
 
 /** Starts a long-running CLI command (serve, worker) as a user would, in its own process. */
 export function startCli(args: readonly string[]): CliProcess {
-  const child = spawn(process.execPath, [...CLI_NODE_ARGS, ...args], {
-    cwd: CLI_ROOT,
+  return startProcess(process.execPath, [...CLI_NODE_ARGS, ...args]);
+}
+
+/**
+ * Starts a long-running program (a CLI command, a shell line, redis-server) in its own process,
+ * from the repository unless `cwd` says where; `env` is set over the test's own environment.
+ * With `group`, it leads a process group of its own and stop() signals the whole group, as a
+ * terminal's Ctrl-C does: a program that runs the real one as its child (npx, a shell) passes
+ * no signal on.
+ */
+export function startProcess(
+  file: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: Record<string, string>; group?: boolean } = {},
+): CliProcess {
+  const child = spawn(file, args, {
+    cwd: options.cwd ?? CLI_ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...options.env },
+    detached: options.group === true,
   });
   let output = '';
   const listeners = new Set<() => void>();
@@ -105,9 +122,15 @@ export function startCli(args: readonly string[]): CliProcess {
         check();
       });
     },
-    stop(signal = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) {
+        if (options.group === true) process.kill(-(child.pid as number), signal);
+        else child.kill(signal);
+      }
+      const code = await exited;
+      // The group's other processes (what npx or a shell ran) must end too, not linger.
+      if (options.group === true) await groupGone(child.pid as number);
+      return code;
     },
   };
 }
@@ -247,14 +270,17 @@ export function runCliToFile(
   });
 }
 
-/** A bash script run from the repository; `env` is set over the test's own environment. */
+/**
+ * A bash script run from the repository (or `cwd`); `env` is set over the test's own
+ * environment.
+ */
 export function runShell(
   script: string,
-  options: { stdin?: string; env?: Record<string, string> } = {},
+  options: { stdin?: string; env?: Record<string, string>; cwd?: string } = {},
 ): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', ['-c', script], {
-      cwd: CLI_ROOT,
+      cwd: options.cwd ?? CLI_ROOT,
       stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env },
     });
@@ -318,4 +344,17 @@ export async function runInProcess(args: string[], stdin: string | Buffer = '') 
   };
   const code = await main(args, io);
   return { code, out: out.split('\n').filter(Boolean), err };
+}
+
+/** Waits until no process of the group `pgid` is left; rejects after `timeoutMs`. */
+async function groupGone(pgid: number, timeoutMs = 30_000): Promise<void> {
+  for (const started = Date.now(); Date.now() - started < timeoutMs;) {
+    try {
+      process.kill(-pgid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`process group ${pgid} still runs ${timeoutMs} ms after its stop`);
 }
