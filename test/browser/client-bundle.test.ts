@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHandler } from '../../src/http/handler.js';
 import { createNodeListener } from '../../src/http/node-server.js';
 import { CHROMIUM_ARGS, CHROMIUM_PATH, chromiumAvailable } from '../helpers/chromium.js';
-import { apiFixture } from '../http/helpers.js';
+import { apiFixture } from '../helpers/service.js';
 
 /**
  * mailverdict/client bundled for browsers (esbuild, platform browser, where a node: import

@@ -1,11 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import {
-  createServer as createHttpServer,
-  type IncomingMessage,
-  type ServerResponse,
-} from 'node:http';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
@@ -28,6 +23,7 @@ import {
 } from '../helpers/cli.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
 import { rawRequest } from '../helpers/raw-http.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /**
  * The CLI as a new user and a hostile input source use it: a separate process, real pipes and
@@ -440,18 +436,8 @@ describe('serve: the limits and timeouts of its connections', () => {
 
 describe('serve --base-url', () => {
   it("is where a finished job's webhook points, not only its status", async () => {
-    const hooks = createHttpServer();
-    const delivered = new Promise<{ download_url: string }>((resolve) => {
-      hooks.on('request', (request: IncomingMessage, response: ServerResponse) => {
-        let body = '';
-        request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        request.on('end', () => {
-          response.writeHead(204).end();
-          resolve(JSON.parse(body) as { download_url: string });
-        });
-      });
-    });
-    await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.1', resolve));
+    const hooks = await startWebhookReceiver();
+    const delivered = hooks.first().then((hit) => JSON.parse(hit.body) as { download_url: string });
     const child = spawn(
       process.execPath,
       [
@@ -493,7 +479,7 @@ describe('serve --base-url', () => {
         body: JSON.stringify({
           emails: ['ann@example.org', 'bob@example.org'],
           method: 'quick',
-          callback_url: `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/done`,
+          callback_url: hooks.url,
         }),
       });
       expect(submitted.status).toBe(202);
@@ -504,7 +490,7 @@ describe('serve --base-url', () => {
     } finally {
       child.kill('SIGTERM');
       await exited;
-      await new Promise((resolve) => hooks.close(resolve));
+      await hooks.close();
     }
   });
 });

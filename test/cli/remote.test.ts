@@ -1,5 +1,4 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -9,7 +8,8 @@ import { main } from '../../src/cli/main.js';
 import { inChunks, remoteResults } from '../../src/cli/remote.js';
 import { createClient } from '../../src/client.js';
 import { startLoopbackApi, type LoopbackApi } from '../client/helpers.js';
-import { gatedDns } from '../service/helpers.js';
+import { gatedDns } from '../helpers/fakes.js';
+import { freePort } from '../helpers/ports.js';
 
 /**
  * `verify` and `batch` with `--server`: through mailverdict/node on loopback (memory store,
@@ -137,7 +137,7 @@ describe('verify --server', () => {
     ]);
     expect(poor.code).toBe(2);
     expect(poor.err).toMatch(/402 insufficient_credits/);
-    const closed = await closedPort();
+    const closed = await freePort();
     const down = await run([
       'verify',
       '--server',
@@ -287,12 +287,3 @@ describe('the remote run, in jobs', () => {
     expect(Math.max(...bytes)).toBeLessThanOrEqual(8 * 1024 * 1024 + 2);
   });
 });
-
-/** A port nothing listens on: bound by the OS, then closed. */
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}

@@ -10,7 +10,7 @@ import {
   type DetailedResult,
   type ShapeBResult,
 } from '../../src/client.js';
-import { gatedDns } from '../service/helpers.js';
+import { gatedDns } from '../helpers/fakes.js';
 import { startLoopbackApi, testClient, type LoopbackApi } from './helpers.js';
 
 /** mailverdict/client against mailverdict/node on loopback: every call, as a user makes it. */

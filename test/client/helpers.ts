@@ -3,7 +3,7 @@ import { serve, type RunningServer } from '../../src/node.js';
 import type { EngineOptions } from '../../src/compose/engine.js';
 import type { NewAccount } from '../../src/service/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import { apiFixture, type ApiFixture } from '../http/helpers.js';
+import { apiFixture, type ApiFixture } from '../helpers/service.js';
 
 /** mailverdict/node on loopback over a memory store and an offline engine (unless told). */
 export interface LoopbackApi {

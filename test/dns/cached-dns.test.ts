@@ -1,92 +1,67 @@
 import { describe, expect, it } from 'vitest';
 import { createCachedDns } from '../../src/dns/cached-dns.js';
+import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import type { Dns, MxAnswer } from '../../src/ports/dns.js';
-
-function fakeClock() {
-  let now = 1_000_000;
-  return { now: () => now, advance: (ms: number) => (now += ms) };
-}
-
-/** An inner Dns that counts queries and answers when told to. */
-function countingDns(answers: Record<string, MxAnswer>) {
-  const calls: string[] = [];
-  const pending: Array<() => void> = [];
-  let hold = false;
-  const dns: Dns = {
-    mx(domain) {
-      calls.push(domain);
-      const answer = answers[domain] ?? { kind: 'nxdomain' };
-      if (!hold) return Promise.resolve(answer);
-      return new Promise((resolve) => pending.push(() => resolve(answer)));
-    },
-  };
-  return {
-    dns,
-    calls,
-    hold: () => (hold = true),
-    release: () => pending.splice(0).forEach((fn) => fn()),
-  };
-}
+import { createManualClock } from '../../src/testing.js';
+import { gatedDns } from '../helpers/fakes.js';
 
 const RECORDS: MxAnswer = { kind: 'records', hosts: [{ exchange: 'mx.a.io', priority: 10 }] };
 
 describe('cached Dns', () => {
   it('keeps positive answers for their TTL, negative ones for the shorter TTL', async () => {
-    const clock = fakeClock();
-    const inner = countingDns({ 'a.io': RECORDS });
-    const dns = createCachedDns(inner.dns, { clock, ttlMs: 60_000, negativeTtlMs: 5_000 });
+    const clock = createManualClock(1_000_000);
+    const inner = createMemoryDns({ 'a.io': RECORDS });
+    const dns = createCachedDns(inner, { clock, ttlMs: 60_000, negativeTtlMs: 5_000 });
     await dns.mx('a.io');
     await dns.mx('gone.io');
     clock.advance(4_999);
     await dns.mx('a.io');
     await dns.mx('gone.io');
-    expect(inner.calls).toEqual(['a.io', 'gone.io']);
+    expect(inner.queries).toEqual(['a.io', 'gone.io']);
     clock.advance(2);
     await dns.mx('gone.io');
     await dns.mx('a.io');
-    expect(inner.calls).toEqual(['a.io', 'gone.io', 'gone.io']);
+    expect(inner.queries).toEqual(['a.io', 'gone.io', 'gone.io']);
     clock.advance(60_000);
     await dns.mx('a.io');
-    expect(inner.calls).toEqual(['a.io', 'gone.io', 'gone.io', 'a.io']);
+    expect(inner.queries).toEqual(['a.io', 'gone.io', 'gone.io', 'a.io']);
   });
 
   it('keeps failures only briefly', async () => {
-    const clock = fakeClock();
-    const inner = countingDns({ 'down.io': { kind: 'failure', code: 'servfail' } });
-    const dns = createCachedDns(inner.dns, { clock, failureTtlMs: 1_000 });
+    const clock = createManualClock(1_000_000);
+    const inner = createMemoryDns({ 'down.io': { kind: 'failure', code: 'servfail' } });
+    const dns = createCachedDns(inner, { clock, failureTtlMs: 1_000 });
     await dns.mx('down.io');
     await dns.mx('down.io');
     clock.advance(1_001);
     await dns.mx('down.io');
-    expect(inner.calls).toEqual(['down.io', 'down.io']);
+    expect(inner.queries).toEqual(['down.io', 'down.io']);
   });
 
   it('shares one query among concurrent lookups (single-flight)', async () => {
-    const inner = countingDns({ 'a.io': RECORDS });
-    inner.hold();
-    const dns = createCachedDns(inner.dns);
+    const inner = gatedDns({ 'a.io': RECORDS });
+    const dns = createCachedDns(inner);
     const lookups = Array.from({ length: 50 }, () => dns.mx('A.io'));
-    inner.release();
+    inner.open();
     const answers = await Promise.all(lookups);
-    expect(inner.calls).toEqual(['a.io']);
+    expect(inner.asked).toEqual(['a.io']);
     expect(answers.every((a) => a === answers[0])).toBe(true);
   });
 
   it('lets one caller abort without failing the others', async () => {
-    const inner = countingDns({ 'a.io': RECORDS });
-    inner.hold();
-    const dns = createCachedDns(inner.dns);
+    const inner = gatedDns({ 'a.io': RECORDS });
+    const dns = createCachedDns(inner);
     const controller = new AbortController();
     const aborted = dns.mx('a.io', controller.signal);
     const other = dns.mx('a.io');
     controller.abort(new Error('gave up'));
     await expect(aborted).rejects.toThrow('gave up');
-    inner.release();
+    inner.open();
     expect(await other).toEqual(RECORDS);
   });
 
   it('shares and keeps mail host addresses too, an empty answer only briefly', async () => {
-    const clock = fakeClock();
+    const clock = createManualClock(1_000_000);
     const asked: string[] = [];
     const inner: Dns = {
       mx: () => Promise.resolve({ kind: 'nxdomain' }),

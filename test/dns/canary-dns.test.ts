@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { createCanaryDns } from '../../src/dns/canary-dns.js';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import type { DnsHealth, MxAnswer } from '../../src/ports/dns.js';
+import { createManualClock } from '../../src/testing.js';
 
 const UNRELIABLE: MxAnswer = { kind: 'failure', code: 'unreliable' };
 
 function setup(zones: Parameters<typeof createMemoryDns>[0]) {
-  let now = 1_000_000;
+  const clock = createManualClock(1_000_000);
   const changes: DnsHealth[] = [];
   const inner = createMemoryDns(zones);
   const dns = createCanaryDns(inner, {
@@ -14,10 +15,10 @@ function setup(zones: Parameters<typeof createMemoryDns>[0]) {
     mustNotExist: () => 'surely-not-there.test',
     healthyForMs: 60_000,
     recheckFailedMs: 5_000,
-    clock: { now: () => now },
+    clock,
     onChange: (health) => changes.push(health),
   });
-  return { dns, inner, changes, advance: (ms: number) => (now += ms) };
+  return { dns, inner, changes, advance: (ms: number) => clock.advance(ms) };
 }
 
 describe('DNS canary', () => {
@@ -119,7 +120,7 @@ describe('DNS canary', () => {
     const dns = createCanaryDns(inner, {
       mustExist: ['gmail.test', 'yahoo.test'],
       mustNotExist: () => 'surely-not-there.test',
-      clock: { now: () => 0 },
+      clock: createManualClock(),
     });
     expect(await dns.mx('gmail.test')).toEqual(UNRELIABLE);
     expect(dns.health?.()).toMatchObject({ status: 'lying', problem: 'denies_existing_names' });

@@ -4,6 +4,7 @@ import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { DomainSet } from '../../src/checks/domain-set.js';
 import { disposable } from '../../src/checks/disposable.js';
 import { DELIVERABLE_CEILING } from '../../src/engine/score.js';
+import { createManualClock } from '../../src/testing.js';
 
 const zones = {
   'acme.io': ['mx1.acme.io', 'mx2.acme.io'],
@@ -232,7 +233,7 @@ describe('engine.verify', () => {
   });
 
   it('verifySync answers offline engines synchronously, with the same verdict as verify', async () => {
-    const offline = createEngine({ offline: true, clock: { now: () => 0 } });
+    const offline = createEngine({ offline: true, clock: createManualClock() });
     for (const address of [
       'ann@acme.io',
       'info@mailinator.com',

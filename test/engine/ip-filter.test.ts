@@ -7,7 +7,8 @@ import { freeVerdict, isFree } from '../../src/engine/free-verdict.js';
 import type { IpFilter } from '../../src/ports/ip-filter.js';
 import type { FilterAction } from '../../src/ports/store.js';
 import { createMemorySmtp } from '../../src/smtp/memory-smtp.js';
-import { countingDns, countingSmtp, eventually } from '../service/helpers.js';
+import { countingDns, countingSmtp } from '../helpers/fakes.js';
+import { eventually } from '../helpers/waiting.js';
 
 /** An IpFilter over a table of single addresses, recording what it is asked about. */
 function tableFilter(actions: Record<string, FilterAction>): IpFilter & { asked: string[][] } {

@@ -5,6 +5,7 @@ import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { batchProbes } from '../../src/engine/probe-batcher.js';
 import type { ProbeClass } from '../../src/ports/smtp.js';
 import { createMemorySmtp } from '../../src/smtp/memory-smtp.js';
+import { createManualClock } from '../../src/testing.js';
 
 const dns = () =>
   createMemoryDns({
@@ -152,9 +153,9 @@ describe('probe batching', () => {
   });
 
   it('keeps a conclusive catch-all answer for its TTL, on the injected clock', async () => {
-    let now = 50_000;
+    const clock = createManualClock(50_000);
     const smtp = createMemorySmtp({ catchAllDomains: ['example.org'] });
-    const batched = batchProbes(smtp, { clock: { now: () => now }, catchAllTtlMs: 1_000 });
+    const batched = batchProbes(smtp, { clock, catchAllTtlMs: 1_000 });
     const ask = () =>
       batched.probe({
         domain: 'example.org',
@@ -163,9 +164,9 @@ describe('probe batching', () => {
         catchAllProbe: { address: 'zzzzzzzzzzzzzzzzzzzz@example.org', smtpUtf8: false },
       });
     expect((await ask()).catchAll?.class).toBe('accepted');
-    now = 50_999;
+    clock.set(50_999);
     expect((await ask()).catchAll?.class).toBe('accepted');
-    now = 51_001;
+    clock.set(51_001);
     await ask();
     const probed = smtp.requests.filter((request) => request.catchAllProbe !== undefined);
     expect(probed).toHaveLength(2);

@@ -2,8 +2,9 @@ import { createServer } from 'node:net';
 
 /**
  * A loopback TCP port free at the time of asking, for a server that must be told its port
- * (redis-server, Exim, Haraka). Another process can take it before the server binds it: callers
- * retry a failed start on a fresh port.
+ * (redis-server, Exim, Haraka), or as a port nothing listens on (a connection there is refused).
+ * Another process can take it before the server binds it: callers retry a failed start on a
+ * fresh port.
  */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

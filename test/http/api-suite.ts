@@ -4,14 +4,8 @@ import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
 import { ROUTES, type RouteSpec } from '../../src/http/routes.js';
 import { toCompact, toShapeB } from '../../src/format/shapes.js';
 import type { Service } from '../../src/service/service.js';
-import {
-  apiFixture,
-  bearer,
-  DIRECT_IP,
-  type ApiFixture,
-  type Client,
-  type nodeClient,
-} from './helpers.js';
+import { apiFixture, type ApiFixture } from '../helpers/service.js';
+import { bearer, DIRECT_IP, type Client, type nodeClient } from './helpers.js';
 
 type NodeClient = Awaited<ReturnType<typeof nodeClient>>;
 

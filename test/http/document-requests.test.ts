@@ -1,14 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
-import {
-  apiFixture,
-  bearer,
-  directClient,
-  requestViolations,
-  type ApiFixture,
-  type CallInit,
-  type Client,
-} from './helpers.js';
+import { apiFixture, type ApiFixture } from '../helpers/service.js';
+import { bearer, directClient, requestViolations, type CallInit, type Client } from './helpers.js';
 
 /**
  * Requests at the limits the OpenAPI document states, each limit read from the document: at

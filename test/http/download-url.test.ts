@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withRemoteAddress } from '../../src/http/client-ip.js';
 import { createHandler } from '../../src/http/handler.js';
 import { listeningBaseUrl, serve, type RunningServer } from '../../src/http/node-server.js';
-import { apiFixture, bearer, DIRECT_IP, type ApiFixture } from './helpers.js';
+import { apiFixture, type ApiFixture } from '../helpers/service.js';
+import { bearer, DIRECT_IP } from './helpers.js';
 
 /**
  * `download_url` comes from configuration (the handler's or the service's base URL, or the

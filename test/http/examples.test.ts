@@ -127,7 +127,7 @@ describe('examples', () => {
   });
 
   it('client.ts: verify, a batch waited for and streamed, errors told apart', async () => {
-    const { apiFixture } = await import('./helpers.js');
+    const { apiFixture } = await import('../helpers/service.js');
     const { serve } = await import('../../src/node.js');
     const fixture = await apiFixture();
     const { secret } = await fixture.account();

@@ -1,55 +1,13 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { expect } from 'vitest';
-import { createEngine, type EngineOptions } from '../../src/compose/engine.js';
 import { withRemoteAddress } from '../../src/http/client-ip.js';
 import { createHandler, type HandlerOptions } from '../../src/http/handler.js';
 import { serve, type RunningServer } from '../../src/http/node-server.js';
 import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
 import { MAX_QUERY_LENGTH } from '../../src/http/query.js';
 import { matchRoute } from '../../src/http/routes.js';
-import type { Store } from '../../src/ports/store.js';
-import { createService } from '../../src/compose/service.js';
-import { type BatchOptions, type NewAccount, type Service } from '../../src/service/service.js';
-import { createMemoryStore } from '../../src/store/memory-store.js';
-
-/** A service on `store` with helpers to make accounts and keys. */
-export interface ApiFixture {
-  readonly service: Service;
-  readonly store: Store;
-  account(input?: Partial<NewAccount>): Promise<{ accountId: string; secret: string }>;
-  publicKey(accountId: string, trustedDomains: readonly string[]): Promise<string>;
-}
-
-export async function apiFixture(
-  store: Store = createMemoryStore(),
-  engine: EngineOptions = { offline: true },
-  batch: BatchOptions = {},
-): Promise<ApiFixture> {
-  const service = createService({ engine: createEngine(engine), store, batch });
-  let accounts = 0;
-  return {
-    service,
-    store,
-    async account(input = {}) {
-      const account = await service.admin.createAccount({
-        email: `ops${accounts++}@example.org`,
-        plan: 'enterprise',
-        credits: 1000,
-        ...input,
-      });
-      const { secret } = await service.admin.createKey(account.id);
-      return { accountId: account.id, secret };
-    },
-    async publicKey(accountId, trustedDomains) {
-      const { secret } = await service.admin.createKey(accountId, {
-        kind: 'public',
-        trustedDomains,
-      });
-      return secret;
-    },
-  };
-}
+import type { Service } from '../../src/service/service.js';
 
 /** What a test sees of an answer: status, headers, and the body parsed when it is JSON. */
 export interface Reply {

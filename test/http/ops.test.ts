@@ -6,14 +6,9 @@ import { serve, type RunningServer } from '../../src/http/node-server.js';
 import type { Store } from '../../src/ports/store.js';
 import { createService } from '../../src/compose/service.js';
 import { type Service } from '../../src/service/service.js';
-import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { parseSamples, valueOf } from '../metrics/prometheus-text.js';
-
-const stores: [string, () => Store][] = [
-  ['memory', () => createMemoryStore()],
-  ['sqlite', () => createSqliteStore(':memory:')],
-];
+import { STORES } from '../helpers/service.js';
 
 function world(store: Store) {
   const metrics = createPrometheusMetrics({ processMetrics: false });
@@ -29,7 +24,7 @@ async function account(service: Service): Promise<string> {
 
 const get = (path: string, init: RequestInit = {}) => new Request(`http://api.test${path}`, init);
 
-describe.each(stores)('operations endpoints through the handler (%s)', (_name, makeStore) => {
+describe.each(STORES)('operations endpoints through the handler (%s)', (_name, makeStore) => {
   it('answers /health always, /ready once started and while the store answers', async () => {
     const store = makeStore();
     const { metrics, service } = world(store);

@@ -3,14 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
 import { withRemoteAddress } from '../../src/http/client-ip.js';
 import { createHandler } from '../../src/http/handler.js';
-import {
-  apiFixture,
-  bearer,
-  DIRECT_IP,
-  directClient,
-  type ApiFixture,
-  type Client,
-} from './helpers.js';
+import { apiFixture, type ApiFixture } from '../helpers/service.js';
+import { bearer, DIRECT_IP, directClient, type Client } from './helpers.js';
 
 /**
  * The /v1 API's HTTP semantics as a hostile caller and a careful consumer meet them: the

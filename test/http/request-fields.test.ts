@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/service/service-error.js';
 import type { Service } from '../../src/service/service.js';
-import { apiFixture, bearer, directClient, type CallInit, type Client } from './helpers.js';
+import { apiFixture } from '../helpers/service.js';
+import { bearer, directClient, type CallInit, type Client } from './helpers.js';
 
 /**
  * One rule per request field (src/service/request-fields.ts): a bad value is refused with the

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
-import { apiFixture, bearer, directClient, type Client } from './helpers.js';
+import { apiFixture } from '../helpers/service.js';
+import { bearer, directClient, type Client } from './helpers.js';
 
 /**
  * The handler answers the paths and methods the document lists, and only those: both come from

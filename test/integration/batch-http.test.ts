@@ -1,6 +1,4 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
@@ -14,7 +12,8 @@ import type { Store } from '../../src/ports/store.js';
 import { createService } from '../../src/compose/service.js';
 import { type BatchOptions, type Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
-import { gatedDns } from '../service/helpers.js';
+import { gatedDns } from '../helpers/fakes.js';
+import { startWebhookReceiver, type WebhookHit } from '../helpers/webhook-receiver.js';
 
 /**
  * Batch jobs over real HTTP (mailverdict/node on 127.0.0.1), on a SQLite file, with a real
@@ -28,32 +27,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-interface Hit {
-  readonly headers: IncomingMessage['headers'];
-  readonly body: string;
-}
-
-/** A loopback webhook receiver answering every POST with `status`. */
+/** A loopback webhook receiver answering every POST with `status`, closed after the test. */
 async function receiver(status = 204) {
-  const hits: Hit[] = [];
-  const server: Server = createServer((request, response) => {
-    let body = '';
-    request.on('data', (data: Buffer) => (body += data.toString()));
-    request.on('end', () => {
-      hits.push({ headers: request.headers, body });
-      response.writeHead(status).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return { hits, url: `http://127.0.0.1:${port}/hook` };
+  const hook = await startWebhookReceiver(() => status);
+  cleanups.push(hook.close);
+  return hook;
 }
 
 const CALLBACKS: BatchOptions = {
@@ -318,7 +296,7 @@ describe('batch jobs over HTTP on SQLite', () => {
       total: 1000,
     });
     expect(hook.hits).toHaveLength(1);
-    const [hit] = hook.hits as [Hit];
+    const [hit] = hook.hits as [WebhookHit];
     const event = new Webhook(webhookSecret).verify(
       hit.body,
       hit.headers as Record<string, string>,

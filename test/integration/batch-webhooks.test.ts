@@ -1,5 +1,3 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeWebhookSender } from '../../src/adapters/node/webhook.js';
@@ -8,59 +6,9 @@ import type { WebhookSender } from '../../src/ports/webhook.js';
 import { createService } from '../../src/compose/service.js';
 import { type BatchOptions, type Service } from '../../src/service/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-
-interface Hit {
-  readonly path: string;
-  readonly host: string;
-  readonly headers: IncomingMessage['headers'];
-  readonly body: string;
-}
-
-/** A loopback receiver answering each POST as `answer` says (a status, or never). */
-async function receiver(answer: (hit: Hit) => number | 'hang' | { redirect: string }) {
-  const hits: Hit[] = [];
-  const server: Server = createServer((request, response) => {
-    let body = '';
-    request.on('data', (data: Buffer) => (body += data.toString()));
-    request.on('end', () => {
-      const hit = {
-        path: request.url ?? '',
-        host: request.headers.host ?? '',
-        headers: request.headers,
-        body,
-      };
-      hits.push(hit);
-      const what = answer(hit);
-      if (what === 'hang') return;
-      if (typeof what === 'object') {
-        response.writeHead(301, { location: what.redirect }).end();
-        return;
-      }
-      response.writeHead(what).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    hits,
-    port,
-    url: `http://127.0.0.1:${port}/hook`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-/** A port nothing listens on: bound by the OS, then closed. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { createManualClock } from '../../src/testing.js';
+import { freePort } from '../helpers/ports.js';
+import { startWebhookReceiver, type WebhookHit } from '../helpers/webhook-receiver.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -87,7 +35,7 @@ async function setup(batch: BatchOptions, clock?: { now(): number }) {
 
 describe('batch webhooks', () => {
   it('POSTs the completion event, signed the Standard Webhooks way (verified by standardwebhooks)', async () => {
-    const hook = await receiver(() => 204);
+    const hook = await startWebhookReceiver(() => 204);
     cleanups.push(hook.close);
     const { service, accountId, secret } = await setup({
       webhookSender: createNodeWebhookSender({ allowPrivateNetworks: true }),
@@ -99,7 +47,7 @@ describe('batch webhooks', () => {
     await service.batchWork.idle();
     await service.batchWork.deliverWebhooks();
     expect(hook.hits).toHaveLength(1);
-    const [hit] = hook.hits as [Hit];
+    const [hit] = hook.hits as [WebhookHit];
     const verified = new Webhook(secret).verify(hit.body, hit.headers as Record<string, string>);
     expect(verified).toMatchObject({
       event: 'batch.completed',
@@ -117,7 +65,7 @@ describe('batch webhooks', () => {
     await service.submitBatch({ accountId }, { emails: ['c@example.org'], callbackUrl: hook.url });
     await service.batchWork.idle();
     await service.batchWork.deliverWebhooks();
-    const second = hook.hits[1] as Hit;
+    const second = hook.hits[1] as WebhookHit;
     const headers = second.headers as Record<string, string>;
     expect(() => new Webhook(webhookSecret).verify(second.body, headers)).not.toThrow();
     expect(() => new Webhook(secret).verify(second.body, headers)).toThrow();
@@ -134,13 +82,12 @@ describe('batch webhooks', () => {
   ];
 
   it.each(FAULTS)('retries %s on schedule with jitter, then gives up', async (_name, answer) => {
-    let now = Date.UTC(2026, 10, 1);
-    const clock = { now: () => now };
+    const clock = createManualClock(Date.UTC(2026, 10, 1));
     let url: string;
-    let hits: Hit[] = [];
-    if (answer === null) url = `http://127.0.0.1:${await closedPort()}/hook`;
+    let hits: readonly WebhookHit[] = [];
+    if (answer === null) url = `http://127.0.0.1:${await freePort()}/hook`;
     else {
-      const hook = await receiver(answer);
+      const hook = await startWebhookReceiver(answer);
       cleanups.push(hook.close);
       url = hook.url;
       hits = hook.hits;
@@ -165,12 +112,12 @@ describe('batch webhooks', () => {
       const [message] = await store.jobWebhooks(created.id);
       expect(message).toMatchObject({ status: 'pending', attempts: attempt });
       const delay = SCHEDULE[attempt - 1] as number;
-      const wait = (message?.nextAttemptAt ?? 0) - now;
+      const wait = (message?.nextAttemptAt ?? 0) - clock.now();
       expect(wait).toBeGreaterThanOrEqual(delay * 0.8);
       expect(wait).toBeLessThanOrEqual(delay * 1.2);
-      now += wait - 1;
+      clock.set(clock.now() + wait - 1);
       expect(await service.batchWork.deliverWebhooks()).toBe(0);
-      now += 1;
+      clock.advance(1);
       expect(await service.batchWork.deliverWebhooks()).toBe(1);
     }
     const [message] = await store.jobWebhooks(created.id);
@@ -182,7 +129,7 @@ describe('batch webhooks', () => {
   });
 
   it('stops at a 410', async () => {
-    const hook = await receiver(() => 410);
+    const hook = await startWebhookReceiver(() => 410);
     cleanups.push(hook.close);
     const { service, store, accountId } = await setup({
       webhookSender: createNodeWebhookSender({ allowPrivateNetworks: true }),
@@ -242,7 +189,7 @@ describe('the webhook sender SSRF guard', () => {
   });
 
   it('connects to the address it checked, keeping the name in Host', async () => {
-    const hook = await receiver(() => 200);
+    const hook = await startWebhookReceiver(() => 200);
     cleanups.push(hook.close);
     let resolutions = 0;
     const sender: WebhookSender = createNodeWebhookSender({
@@ -293,7 +240,7 @@ describe('what a job was decided under travels with it', () => {
   }
 
   it('a worker configured otherwise sends the webhook by the policy and base URL the API kept', async () => {
-    const hook = await receiver(() => 204);
+    const hook = await startWebhookReceiver(() => 204);
     cleanups.push(hook.close);
     const { store, submitting, working } = processes(
       {
@@ -319,7 +266,7 @@ describe('what a job was decided under travels with it', () => {
     await working.batchWork.idle();
     await working.batchWork.deliverWebhooks();
     expect(await store.jobWebhooks(id)).toMatchObject([{ status: 'delivered', attempts: 1 }]);
-    const event = JSON.parse((hook.hits[0] as Hit).body) as { download_url: string };
+    const event = JSON.parse((hook.hits[0] as WebhookHit).body) as { download_url: string };
     const url = `https://api.example.com/mv/v1/verify/${id}/results`;
     expect(event.download_url).toBe(url);
     expect((await working.batchStatus(caller, id)).download_url).toBe(url);
@@ -327,7 +274,7 @@ describe('what a job was decided under travels with it', () => {
   });
 
   it('a permissive worker keeps to the strict policy a job was taken under', async () => {
-    const hook = await receiver(() => 204);
+    const hook = await startWebhookReceiver(() => 204);
     cleanups.push(hook.close);
     // The callback's name resolves to loopback only when sent: submission took it as public.
     const toLoopback = { resolve: async () => ['127.0.0.1'] };
@@ -353,7 +300,7 @@ describe('what a job was decided under travels with it', () => {
   });
 
   it('a job stored before decisions were kept takes those of the process that reads it', async () => {
-    const hook = await receiver(() => 204);
+    const hook = await startWebhookReceiver(() => 204);
     cleanups.push(hook.close);
     const { service, store, accountId } = await setup({
       baseUrl: 'https://reader.example.com/',
@@ -391,11 +338,11 @@ describe('what a job was decided under travels with it', () => {
     expect((await service.batchStatus({ accountId }, 'batch_old')).download_url).toBe(url);
     // This process allows private networks (setup's default): so does the old job.
     expect(await store.jobWebhooks('batch_old')).toMatchObject([{ status: 'delivered' }]);
-    expect(JSON.parse((hook.hits[0] as Hit).body)).toMatchObject({ download_url: url });
+    expect(JSON.parse((hook.hits[0] as WebhookHit).body)).toMatchObject({ download_url: url });
   });
 
   it('a service with no base URL gives the path, in the status and the webhook alike', async () => {
-    const hook = await receiver(() => 204);
+    const hook = await startWebhookReceiver(() => 204);
     cleanups.push(hook.close);
     const { service, accountId } = await setup({
       baseUrl: undefined as never,
@@ -409,6 +356,6 @@ describe('what a job was decided under travels with it', () => {
     await service.batchWork.deliverWebhooks();
     const path = `/v1/verify/${id}/results`;
     expect((await service.batchStatus({ accountId }, id)).download_url).toBe(path);
-    expect(JSON.parse((hook.hits[0] as Hit).body)).toMatchObject({ download_url: path });
+    expect(JSON.parse((hook.hits[0] as WebhookHit).body)).toMatchObject({ download_url: path });
   });
 });

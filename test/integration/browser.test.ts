@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHandler } from '../../src/http/handler.js';
 import { createNodeListener } from '../../src/http/node-server.js';
 import { CHROMIUM_ARGS, CHROMIUM_PATH, chromiumAvailable } from '../helpers/chromium.js';
-import { apiFixture } from '../http/helpers.js';
+import { apiFixture } from '../helpers/service.js';
 
 /**
  * A real browser uses a public key (issue 13): Debian's chromium, headless, loads a page from

@@ -1,6 +1,4 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,10 +18,11 @@ import {
   startSlowDns,
 } from '../helpers/cli.js';
 import type { TestDnsServer } from '../helpers/dns-server.js';
+import { pause } from '../helpers/waiting.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /** The CLI as a user runs it: a separate process, real pipes, real signals. */
 const cli = runCli;
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let dns: TestDnsServer;
 let dir: string;
@@ -161,16 +160,7 @@ describe('mailverdict CLI (spawned)', () => {
   });
 
   it("serve without --base-url: a job's webhook and its status give one download_url, on the listening address, and it fetches the results", async () => {
-    const hooks: string[] = [];
-    const receiver = createServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => {
-        hooks.push(body);
-        response.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiver = await startWebhookReceiver();
     const serve = startCli([
       'serve',
       '--db',
@@ -184,7 +174,7 @@ describe('mailverdict CLI (spawned)', () => {
       const [, url] = (await serve.waitFor(/Listening on (http:\/\/\S+) /)) as [string, string];
       const [, key] = (await serve.waitFor(/^(mv_sk_\S+)$/m)) as [string, string];
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-      const callback = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      const callback = receiver.url;
       const submitted = await fetch(`${url}/v1/verify`, {
         method: 'POST',
         headers,
@@ -195,8 +185,8 @@ describe('mailverdict CLI (spawned)', () => {
       });
       expect(submitted.status).toBe(202);
       const { id } = (await submitted.json()) as { id: string };
-      for (let i = 0; i < 200 && hooks.length === 0; i++) await pause(50);
-      const event = JSON.parse(hooks[0] ?? '{}') as { download_url?: string };
+      for (let i = 0; i < 200 && receiver.hits.length === 0; i++) await pause(50);
+      const event = JSON.parse(receiver.hits[0]?.body ?? '{}') as { download_url?: string };
       const status = (await (await fetch(`${url}/v1/verify/${id}`, { headers })).json()) as {
         download_url?: string;
       };
@@ -210,7 +200,7 @@ describe('mailverdict CLI (spawned)', () => {
       expect(await serve.stop()).toBe(0);
     } finally {
       await serve.stop('SIGKILL');
-      await new Promise((resolve) => receiver.close(resolve));
+      await receiver.close();
     }
   });
 

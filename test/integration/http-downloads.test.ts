@@ -3,8 +3,8 @@ import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeListener, serve, type RunningServer } from '../../src/http/node-server.js';
-import { text } from '../service/helpers.js';
-import { apiFixture, bearer } from '../http/helpers.js';
+import { apiFixture, text } from '../helpers/service.js';
+import { bearer } from '../http/helpers.js';
 
 /**
  * What a client that reads nothing of an endless answer may cost the server: the socket

@@ -1,7 +1,7 @@
 import { createConnection, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serve, type RunningServer, type ServeOptions } from '../../src/http/node-server.js';
-import { apiFixture, type ApiFixture } from '../http/helpers.js';
+import { apiFixture, type ApiFixture } from '../helpers/service.js';
 import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
 
 /**

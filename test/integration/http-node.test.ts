@@ -5,7 +5,8 @@ import { createNodeListener, serve, type RunningServer } from '../../src/http/no
 import type { Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
 import { createMemoryDns } from '../../src/testing.js';
-import { apiFixture, bearer, expectDocumented } from '../http/helpers.js';
+import { apiFixture } from '../helpers/service.js';
+import { bearer, expectDocumented } from '../http/helpers.js';
 
 /** mailverdict/node itself: what only a real server and socket show. */
 describe('mailverdict/node', () => {

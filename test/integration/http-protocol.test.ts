@@ -1,6 +1,7 @@
 import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiFixture, bearer, nodeClient, type ApiFixture } from '../http/helpers.js';
+import { apiFixture, type ApiFixture } from '../helpers/service.js';
+import { bearer, nodeClient } from '../http/helpers.js';
 
 /** What only a real socket shows of the API's HTTP semantics (test/http/protocol.test.ts). */
 describe('/v1 API protocol over loopback HTTP', () => {

@@ -3,9 +3,9 @@ import { createNodeSmtp } from '../../src/adapters/node/smtp.js';
 import { createRedisHostSlots } from '../../src/bullmq.js';
 import { startLineServer } from '../helpers/line-smtp-server.js';
 import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
+import { pause } from '../helpers/waiting.js';
 
 const run = redisAvailable() ? describe : describe.skip;
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 run('per-MX-host slots shared through Redis', () => {
   let redis: RedisTestServer;

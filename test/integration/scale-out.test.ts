@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisStore } from '../../src/redis.js';
 import { createEngine } from '../../src/compose/engine.js';
@@ -9,6 +7,8 @@ import { startCli, type CliProcess as Process } from '../helpers/cli.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
 import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
 import { startScriptedServer, type ScriptedServer } from '../helpers/smtp-server.js';
+import { pause } from '../helpers/waiting.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /**
  * Issue 15 end to end: two `mailverdict serve --redis` processes and three `mailverdict worker`
@@ -18,8 +18,6 @@ import { startScriptedServer, type ScriptedServer } from '../helpers/smtp-server
  */
 const cli = startCli;
 const run = redisAvailable() ? describe : describe.skip;
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 run('two API processes and three workers on one Redis', () => {
   const BIG_DOMAINS = 2_000;
@@ -31,8 +29,7 @@ run('two API processes and three workers on one Redis', () => {
   let redis: RedisTestServer;
   let dns: TestDnsServer;
   let smtp: ScriptedServer;
-  let hooks: Server;
-  const received: Array<{ id: string; body: string }> = [];
+  let hooks: WebhookReceiver;
   const processes: Process[] = [];
   let apis: string[] = [];
   let workerUrl: string;
@@ -88,15 +85,7 @@ run('two API processes and three workers on one Redis', () => {
     dns = await startDnsServer(zone);
     // RCPT answers take 30 ms, so sessions from different workers overlap unless limited.
     smtp = await startScriptedServer({ otherwise: 'accept', rcptDelayMs: 30 });
-    hooks = createServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => {
-        received.push({ id: String(request.headers['webhook-id']), body });
-        response.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.1', resolve));
+    hooks = await startWebhookReceiver();
 
     // The first API process creates the account and prints its key; the second finds it.
     const first = await startApi(['--chunk-size', '20']);
@@ -117,7 +106,7 @@ run('two API processes and three workers on one Redis', () => {
   afterAll(async () => {
     for (const { child } of processes) if (child.exitCode === null) child.kill('SIGKILL');
     await store?.close();
-    await new Promise((resolve) => hooks?.close(resolve));
+    await hooks?.close();
     await smtp?.close();
     await dns?.close();
     await redis?.close();
@@ -131,7 +120,7 @@ run('two API processes and three workers on one Redis', () => {
       body: JSON.stringify({
         emails,
         method,
-        callback_url: `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/done`,
+        callback_url: hooks.url,
       }),
     });
     expect(response.status).toBe(202);
@@ -189,7 +178,6 @@ run('two API processes and three workers on one Redis', () => {
 
   it('finishes a 50,000-address job once through two SIGKILLed workers and a Redis restart', async () => {
     const [first, second] = apis as [string, string];
-    received.length = 0;
     const id = await submit(second, EMAILS, 'quick');
     const disruptions: string[] = [];
     const when = async (fraction: number) => {
@@ -271,7 +259,7 @@ run('two API processes and three workers on one Redis', () => {
 
     // The webhook arrives once (every process delivers from the one outbox).
     await pause(3_000);
-    const ours = received.filter(({ body }) => body.includes(id));
+    const ours = hooks.hits.filter(({ body }) => body.includes(id));
     expect(ours).toHaveLength(1);
     expect(JSON.parse(ours[0]?.body ?? '{}')).toMatchObject({
       event: 'batch.completed',
@@ -308,26 +296,17 @@ run('two API processes and three workers on one Redis', () => {
  */
 run('an API process and a worker agree on what the job was decided under', () => {
   let redis: RedisTestServer;
-  let hooks: Server;
-  const received: string[] = [];
+  let hooks: WebhookReceiver;
   const started: Process[] = [];
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    hooks = createServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => {
-        received.push(body);
-        response.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.1', resolve));
+    hooks = await startWebhookReceiver();
   }, 60_000);
 
   afterAll(async () => {
     for (const child of started) await child.stop('SIGKILL');
-    await new Promise((resolve) => hooks?.close(resolve));
+    await hooks?.close();
     await redis?.close();
   });
 
@@ -348,7 +327,7 @@ run('an API process and a worker agree on what the job was decided under', () =>
     const [, url] = (await api.waitFor(/Listening on (http:\/\/\S+) /)) as [string, string];
     const [, key] = (await api.waitFor(/^(mv_sk_\S+)$/m)) as [string, string];
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const callback = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/done`;
+    const callback = hooks.url;
     const submitted = await fetch(`${url}/v1/verify`, {
       method: 'POST',
       headers,
@@ -361,9 +340,9 @@ run('an API process and a worker agree on what the job was decided under', () =>
     const worker = cli(['worker', '--redis', redis.url, '--offline']);
     started.push(worker);
     await worker.waitFor(/Worker on redis/);
-    for (let i = 0; i < 600 && received.length === 0; i++) await pause(50);
-    expect(received, worker.output()).toHaveLength(1);
-    const event = JSON.parse(received[0] as string) as { id: string; download_url: string };
+    for (let i = 0; i < 600 && hooks.hits.length === 0; i++) await pause(50);
+    expect(hooks.hits, worker.output()).toHaveLength(1);
+    const event = JSON.parse(hooks.hits[0]?.body as string) as { id: string; download_url: string };
     expect(event).toMatchObject({ id, download_url: `${url}/v1/verify/${id}/results` });
 
     // The API process again, on its port, without the flag: the job reads as it was kept,

@@ -9,7 +9,7 @@ import { createService } from '../../src/compose/service.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { createSqliteStore, MIGRATIONS } from '../../src/sqlite.js';
 import { StoreError } from '../../src/store/rules/store-error.js';
-import { fixture } from '../service/helpers.js';
+import { fixture } from '../helpers/service.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailverdict-sqlite-service-'));
 let files = 0;

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toCompact } from '../../src/format/shapes.js';
 import { fcParams } from '../helpers/fast-check.js';
-import { apiFixture, bearer, directClient } from '../http/helpers.js';
+import { apiFixture } from '../helpers/service.js';
+import { bearer, directClient } from '../http/helpers.js';
 
 /**
  * `s` as percent-encoded bytes: UTF-8 for a well-formed string, and for a lone surrogate the

@@ -1,12 +1,9 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Store } from '../../src/ports/store.js';
 import { PLANS, type PlanName } from '../../src/service/plans.js';
 import type { ServiceError } from '../../src/service/service-error.js';
-import { createSqliteStore } from '../../src/sqlite.js';
-import { createMemoryStore } from '../../src/store/memory-store.js';
 import { fcParams } from '../helpers/fast-check.js';
-import { fixture } from '../service/helpers.js';
+import { fixture, STORES } from '../helpers/service.js';
 
 /**
  * The rate limiter against a model of fixed windows (per minute, per day): bursts of concurrent
@@ -52,12 +49,7 @@ afterEach(() => {
 const byReset = (a: { reset: number } | undefined, b: { reset: number } | undefined) =>
   (a?.reset ?? 0) - (b?.reset ?? 0);
 
-const stores: [string, () => Store][] = [
-  ['memory', () => createMemoryStore()],
-  ['sqlite', () => createSqliteStore(':memory:')],
-];
-
-describe.each(stores)(
+describe.each(STORES)(
   'rate limiter on %s, against a model of fixed windows',
   (_name, makeStore) => {
     it('admits per burst exactly what the model admits, with its remaining and reset', async () => {

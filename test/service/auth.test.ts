@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { fixture as baseFixture, refusal, STORES } from './helpers.js';
+import { fixture as baseFixture, refusal, STORES } from '../helpers/service.js';
 
 afterEach(() => {
   vi.useRealTimers();

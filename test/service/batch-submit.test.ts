@@ -5,7 +5,9 @@ import type { Store } from '../../src/ports/store.js';
 import { createService } from '../../src/compose/service.js';
 import { type BatchOptions, type Service } from '../../src/service/service.js';
 import { chunkByDomain } from '../../src/service/batch/chunks.js';
-import { gatedDns, refusal, text, STORES } from './helpers.js';
+import { createManualClock } from '../../src/testing.js';
+import { gatedDns } from '../helpers/fakes.js';
+import { refusal, text, STORES } from '../helpers/service.js';
 
 /**
  * Batch jobs as customers and hostile callers meet them through the library (README "Batch
@@ -197,8 +199,7 @@ describe.each(STORES)('a job waiting for a runner (%s)', (_name, makeStore) => {
     // Only the runner's renewal timer is faked, so that it fires when the test says.
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     // From the real now: the STORES' own sweep timers read the real time.
-    let now = Date.now();
-    const clock = { now: () => now };
+    const clock = createManualClock(Date.now());
     const dns = gatedDns({ 'example.org': ['mx.example.org'] });
     const store = makeStore();
     const service = createService({
@@ -222,7 +223,7 @@ describe.each(STORES)('a job waiting for a runner (%s)', (_name, makeStore) => {
       expect(await store.balance(caller.accountId)).toMatchObject({ available: 1, reserved: 3 });
       // Two minutes pass, the renewals fire, then the sweeper runs.
       for (let i = 0; i < 12; i++) {
-        now += 10_000;
+        clock.advance(10_000);
         await vi.advanceTimersByTimeAsync(10_000);
       }
       await service.admin.sweepHolds();

@@ -6,24 +6,15 @@ import type { JobRecord, Store } from '../../src/ports/store.js';
 import type { JobWork } from '../../src/ports/batch-runner.js';
 import { createService } from '../../src/compose/service.js';
 import { type Service } from '../../src/service/service.js';
-import type { ServiceError } from '../../src/service/service-error.js';
-import { createMemoryWebhookSender } from '../../src/testing.js';
-import { eventually, gatedDns, text, STORES } from './helpers.js';
+import {
+  createManualClock,
+  createMemoryWebhookSender,
+  type ManualClock,
+} from '../../src/testing.js';
+import { eventually } from '../helpers/waiting.js';
+import { gatedDns } from '../helpers/fakes.js';
+import { refusal, text, STORES } from '../helpers/service.js';
 import { turnCounter } from '../helpers/turns.js';
-
-const fakeClock = (start = Date.UTC(2026, 10, 1)) => {
-  let now = start;
-  return { now: () => now, advance: (ms: number) => void (now += ms) };
-};
-
-async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeDefined();
-  return error as ServiceError;
-}
 
 describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
   let services: Service[] = [];
@@ -37,7 +28,7 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
       dns?: Dns;
       credits?: number;
       store?: Store;
-      clock?: ReturnType<typeof fakeClock>;
+      clock?: ManualClock;
       /** Domains verified at once (the batch's concurrency). */
       concurrency?: number;
       /** The batch's slice budget. */
@@ -353,7 +344,7 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
   });
 
   it('purges a finished job after its retention', async () => {
-    const clock = fakeClock();
+    const clock = createManualClock(Date.UTC(2026, 10, 1));
     const { service, caller } = await setup({ clock });
     const created = await service.submitBatch(caller, { emails: ['a@example.org'] });
     await service.batchWork.idle();
@@ -425,7 +416,7 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
 
   it('sends each attempt once when several processes deliver from one outbox', async () => {
     const store = makeStore();
-    const clock = fakeClock();
+    const clock = createManualClock(Date.UTC(2026, 10, 1));
     // The first attempt fails; once its retry is due, every process sees it due.
     const webhooks = createMemoryWebhookSender(() =>
       webhooks.sent.length === 1

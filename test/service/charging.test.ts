@@ -6,47 +6,21 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createEngine } from '../../src/compose/engine.js';
-import type { Dns, MxAnswer } from '../../src/ports/dns.js';
 import type { Store } from '../../src/ports/store.js';
 import { VERIFY_DEADLINE_MS, HOLD_MARGIN_MS } from '../../src/service/charging.js';
 import { createService } from '../../src/compose/service.js';
 import { type Service } from '../../src/service/service.js';
 import { createSqliteStore } from '../../src/sqlite.js';
-import { createMemoryStore } from '../../src/store/memory-store.js';
 import { StoreError } from '../../src/store/rules/store-error.js';
-import { refusal } from './helpers.js';
+import { createManualClock } from '../../src/testing.js';
+import { gatedDns } from '../helpers/fakes.js';
+import { refusal, storesOnDisk } from '../helpers/service.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailverdict-charging-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 
-const STORES: readonly (readonly [string, () => Store])[] = [
-  ['memory', () => createMemoryStore()],
-  ['sqlite', () => createSqliteStore(join(dir, `charging-${files++}.db`))],
-];
-
-/** A Dns whose answers wait until the test lets them through: a verify in flight. */
-function gatedDns(): Dns & { open(): void } {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  return {
-    open,
-    async mx(domain, signal) {
-      await Promise.race([
-        gate,
-        new Promise((_, reject) =>
-          signal?.addEventListener('abort', () => reject(signal.reason as Error)),
-        ),
-      ]);
-      return { kind: 'records', hosts: [{ exchange: `mx.${domain}`, priority: 10 }] } as MxAnswer;
-    },
-  };
-}
-
-function fakeClock(start = 1_800_000_000_000) {
-  let now = start;
-  return { now: () => now, advance: (ms: number) => (now += ms) };
-}
+const STORES = storesOnDisk('charging');
 
 async function withAccount(
   service: Service,
@@ -162,7 +136,7 @@ describe.each(STORES)('charging on the %s store', (_name, makeStore) => {
     });
 
     it('answers 409 request_in_progress while the first copy runs, and charges once', async () => {
-      const dns = gatedDns();
+      const dns = gatedDns({ 'example.org': ['mx.example.org'] });
       const service = createService({ engine: createEngine({ dns }), store: makeStore() });
       const { accountId, used } = await withAccount(service, 40);
       const first = service.verify({ accountId }, 'a@example.org', { requestId: 'k' });
@@ -275,8 +249,8 @@ describe.each(STORES)('charging on the %s store', (_name, makeStore) => {
 
   describe('expiring holds (defect 4)', () => {
     it('lists a hold with its expiry; the sweep releases it once expired', async () => {
-      const clock = fakeClock();
-      const dns = gatedDns();
+      const clock = createManualClock(1_800_000_000_000);
+      const dns = gatedDns({ 'example.org': ['mx.example.org'] });
       const store = makeStore();
       const service = createService({ engine: createEngine({ dns }), store, clock });
       const { accountId } = await withAccount(service, 10);

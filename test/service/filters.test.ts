@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import type { Store } from '../../src/ports/store.js';
 import { createMemorySmtp } from '../../src/smtp/memory-smtp.js';
-import { countingDns, countingSmtp, fixture, refusal, STORES } from './helpers.js';
+import { countingDns, countingSmtp } from '../helpers/fakes.js';
+import { fixture, refusal, STORES } from '../helpers/service.js';
 
 describe('filters: create, list, delete', () => {
   it('normalizes values with the engine parser: emails, IDN domains, IPs and CIDR ranges', async () => {

@@ -8,7 +8,8 @@ import { createEngine } from '../../src/compose/engine.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { createService } from '../../src/compose/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import { fixture as baseFixture, refusal, STORES } from './helpers.js';
+import { createManualClock } from '../../src/testing.js';
+import { fixture as baseFixture, refusal, STORES } from '../helpers/service.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -296,7 +297,7 @@ describe.each(STORES)('concurrent key administration on the %s store', (_name, m
     const service = createService({
       engine: createEngine({ offline: true }),
       store: makeStore(),
-      clock: { now: () => at },
+      clock: createManualClock(at),
     });
     const account = await service.admin.createAccount({ email: 'ops@example.org' });
     const created = await service.admin.createKey(account.id);

@@ -4,7 +4,8 @@ import type { AccountRecord, KeyRecord } from '../../src/ports/store.js';
 import { createService } from '../../src/service.js';
 import { createKeyCache } from '../../src/service/key-cache.js';
 import { createSqliteStore } from '../../src/sqlite.js';
-import { refusal } from './helpers.js';
+import { createManualClock } from '../../src/testing.js';
+import { refusal } from '../helpers/service.js';
 
 const known = (id: string) => ({
   key: { id } as KeyRecord,
@@ -13,17 +14,17 @@ const known = (id: string) => ({
 
 describe('createKeyCache', () => {
   it('keeps a key for its time to live, then reads again', () => {
-    let now = 1000;
-    const cache = createKeyCache({ now: () => now }, 1000);
+    const clock = createManualClock(1000);
+    const cache = createKeyCache(clock, 1000);
     cache.set('h', known('key_1'), cache.generation());
-    now = 1999;
+    clock.set(1999);
     expect(cache.get('h')?.key.id).toBe('key_1');
-    now = 2000;
+    clock.set(2000);
     expect(cache.get('h')).toBeUndefined();
   });
 
   it('keeps nothing read before a clear: the read may predate the change', () => {
-    const cache = createKeyCache({ now: () => 0 }, 1000);
+    const cache = createKeyCache(createManualClock(), 1000);
     const generation = cache.generation();
     cache.clear();
     cache.set('h', known('key_1'), generation);
@@ -31,7 +32,7 @@ describe('createKeyCache', () => {
   });
 
   it('starts afresh past its size bound', () => {
-    const cache = createKeyCache({ now: () => 0 }, 1000, 2);
+    const cache = createKeyCache(createManualClock(), 1000, 2);
     for (const hash of ['a', 'b', 'c']) cache.set(hash, known(hash), cache.generation());
     expect(cache.get('a')).toBeUndefined();
     expect(cache.get('c')?.key.id).toBe('c');
@@ -71,8 +72,7 @@ describe('authenticate with the key cache', () => {
   });
 
   it('refuses a key another service on the same store revoked once its second is up', async () => {
-    let now = 1_800_000_000_000;
-    const clock = { now: () => now };
+    const clock = createManualClock(1_800_000_000_000);
     const store = createSqliteStore(':memory:');
     const engine = createEngine({ offline: true });
     const server = createService({ engine, store, clock });
@@ -81,7 +81,7 @@ describe('authenticate with the key cache', () => {
     const { secret, key } = await cli.admin.createKey(account.id);
     await server.authenticate({ apiKey: secret, endpoint: 'verify' });
     await cli.admin.revokeKey(account.id, key.id);
-    now += 1000;
+    clock.advance(1000);
     expect(
       (await refusal(server.authenticate({ apiKey: secret, endpoint: 'verify' }))).status,
     ).toBe(401);

@@ -1,24 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import type { Store } from '../../src/ports/store.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ServiceError } from '../../src/service/service-error.js';
-import { createSqliteStore } from '../../src/sqlite.js';
-import { createMemoryStore } from '../../src/store/memory-store.js';
-import { fixture } from './helpers.js';
+import { fixture, storesOnDisk } from '../helpers/service.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'mailverdict-rate-'));
-let files = 0;
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => {
   vi.useRealTimers();
 });
 
-const stores: [string, () => Store][] = [
-  ['memory', () => createMemoryStore()],
-  ['sqlite', () => createSqliteStore(join(dir, `rate-${files++}.db`))],
-];
+const stores = storesOnDisk('rate');
 
 describe.each(stores)('rate limits on the %s store', (_name, makeStore) => {
   it('admits exactly the plan limit of N concurrent requests on one key', async () => {

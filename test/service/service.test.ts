@@ -4,7 +4,7 @@ import { createMemoryDns } from '../../src/dns/memory-dns.js';
 import { createService } from '../../src/compose/service.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import { fixture, refusal } from './helpers.js';
+import { fixture, refusal } from '../helpers/service.js';
 
 afterEach(() => {
   vi.useRealTimers();
