@@ -4,7 +4,6 @@ import type {
   LedgerCommit,
   LedgerCommitOutcome,
   LedgerEntry,
-  LedgerRefusal,
   ReservationState,
   Store,
 } from '../../ports/store.js';
@@ -16,6 +15,7 @@ import {
   IDEMPOTENCY_TTL_MS,
   idempotencyLive,
   type LedgerBook,
+  requestOutcome,
 } from '../../store/rules/ledger.js';
 import { StoreError } from '../../store/rules/store-error.js';
 import { guard, storeErrorOf } from './errors.js';
@@ -53,14 +53,7 @@ export function sqliteLedger(db: Database.Database, rates: RateWindow): SqliteLe
   return {
     methods: {
       async applyLedger(accountId, request, at) {
-        const outcome = await commits.enqueue(accountId, { requests: [request] }, at);
-        if (!outcome.ok) return outcome as LedgerRefusal;
-        return {
-          ok: true,
-          entry: outcome.entries[0] as LedgerEntry,
-          balance: outcome.balance,
-          replayed: outcome.replayed[0] as boolean,
-        };
+        return requestOutcome(await commits.enqueue(accountId, { requests: [request] }, at));
       },
       commitLedger(accountId, commit, at) {
         return commits.enqueue(accountId, commit, at);

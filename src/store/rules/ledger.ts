@@ -95,7 +95,11 @@ export function applyLedgerRequest(
   at: number,
   book: LedgerBook,
 ): LedgerOutcome {
-  const outcome = applyLedgerCommit(accountId, { requests: [request] }, at, book);
+  return requestOutcome(applyLedgerCommit(accountId, { requests: [request] }, at, book));
+}
+
+/** The outcome of a commit of one request, as the outcome of that request. */
+export function requestOutcome(outcome: LedgerCommitOutcome): LedgerOutcome {
   if (!outcome.ok) return outcome as LedgerRefusal;
   return {
     ok: true,
