@@ -37,6 +37,7 @@ export type {
   ResultsFormat,
   SubmitBatchOptions,
   WebhookSecretAdmin,
+  WebhookState,
 } from './service/service.js';
 export { signWebhook, WEBHOOK_RETRY_SCHEDULE_MS } from './service/batch/webhooks.js';
 // Where jobs run: in process by default; mailverdict/bullmq brings a queue runner.

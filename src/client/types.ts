@@ -54,6 +54,22 @@ export interface BatchStatus {
   download_url?: string;
   /** Why a failed job failed. */
   reason?: string;
+  /** With a callback_url: where the delivery of its webhook stands. */
+  webhook?: BatchWebhook;
+}
+
+/** The delivery of a job's webhook (`GET /v1/verify/{id}`'s `webhook`). */
+export interface BatchWebhook {
+  /** `pending` until delivered; `failed` once its attempts ran out (POST /v1/verify/{id}/webhook sends it again). */
+  status: 'pending' | 'delivered' | 'failed';
+  /** Attempts since it was queued, or queued again. */
+  attempts: number;
+  /** The HTTP status the last attempt was answered with; null without one. */
+  last_status: number | null;
+  /** Why the last attempt was not a delivery (`HTTP 500`, `timeout: ...`); null if it was. */
+  last_error: string | null;
+  /** When a pending webhook is tried next (ISO 8601); null once delivered or failed. */
+  next_attempt_at: string | null;
 }
 
 export type FilterType = 'email' | 'domain' | 'ip_address';

@@ -22,7 +22,7 @@ import {
   SHAPE_B_STATUSES,
   type DetailedField,
 } from '../format/shapes.js';
-import { JOB_STATUSES } from '../ports/batch-store.js';
+import { JOB_STATUSES, WEBHOOK_STATUSES } from '../ports/batch-store.js';
 import { MAX_CALLBACK_URL_LENGTH } from '../service/batch/callback-url.js';
 import { RESULTS_CSV_COLUMNS } from '../service/batch/results.js';
 import { PLAN_NAMES } from '../service/plans.js';
@@ -697,6 +697,33 @@ export const OPENAPI_DOCUMENT = {
               'mounting the API configured none.',
           },
           reason: { type: 'string', description: 'Why a failed job failed.' },
+          webhook: {
+            type: 'object',
+            description:
+              'With a callback_url: where the delivery of its webhook stands (pending, with ' +
+              'nothing tried, while the job processes).',
+            additionalProperties: false,
+            required: ['status', 'attempts', 'last_status', 'last_error', 'next_attempt_at'],
+            properties: {
+              status: { enum: WEBHOOK_STATUSES },
+              attempts: { ...count, description: 'Attempts since it was queued, or queued again.' },
+              last_status: {
+                type: ['integer', 'null'],
+                minimum: 100,
+                maximum: 599,
+                description: 'The HTTP status the last attempt was answered with.',
+              },
+              last_error: {
+                type: ['string', 'null'],
+                description: 'Why the last attempt was not a delivery; null after a delivery.',
+              },
+              next_attempt_at: {
+                type: ['string', 'null'],
+                format: 'date-time',
+                description: 'When a pending webhook is tried next; null once delivered or failed.',
+              },
+            },
+          },
         },
       },
       BatchResults: {

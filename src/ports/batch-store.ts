@@ -92,7 +92,9 @@ export interface JobResultRow {
   readonly duplicate: boolean;
 }
 
-export type WebhookStatus = 'pending' | 'delivered' | 'failed';
+/** Where a webhook's delivery stands: pending (to be tried), delivered, or failed (given up). */
+export const WEBHOOK_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
 
 /** One webhook in the durable outbox (docs/architecture.md, "Batch path"). */
 export interface WebhookMessage {
@@ -104,16 +106,28 @@ export interface WebhookMessage {
   /** The JSON body, exactly as signed and sent. */
   readonly payload: string;
   readonly status: WebhookStatus;
+  /** Attempts since it was queued (or queued again by a redelivery). */
   readonly attempts: number;
   readonly nextAttemptAt: number;
+  /** The HTTP status the last attempt was answered with; null without an answer. */
+  readonly lastStatus: number | null;
+  /** Why the last attempt was not a delivery; null after a delivery or before any attempt. */
   readonly lastError: string | null;
   readonly createdAt: number;
 }
 
 export type WebhookChanges = Pick<
   WebhookMessage,
-  'status' | 'attempts' | 'nextAttemptAt' | 'lastError'
+  'status' | 'attempts' | 'nextAttemptAt' | 'lastStatus' | 'lastError'
 >;
+
+/** Which webhooks of an account to list. */
+export interface WebhookQuery {
+  /** Only those in this status. */
+  readonly status?: WebhookStatus;
+  /** At most this many, newest first. */
+  readonly limit: number;
+}
 
 /** How a job finishes. */
 export interface JobFinish {
@@ -208,7 +222,14 @@ export interface BatchStore {
   dueWebhooks(at: number, limit: number): Promise<readonly WebhookMessage[]>;
   /** A job's webhooks, oldest first. */
   jobWebhooks(jobId: string): Promise<readonly WebhookMessage[]>;
-  updateWebhook(id: string, changes: WebhookChanges): Promise<void>;
+  /** An account's webhooks, newest first (by createdAt, then id), as `query` asks. */
+  listWebhooks(accountId: string, query: WebhookQuery): Promise<readonly WebhookMessage[]>;
+  /**
+   * Changes a webhook, and resolves whether it did. With `leasedUntil`, only while the message
+   * is still pending under that lease (its nextAttemptAt, as leaseWebhook set it): an attempt's
+   * outcome is not written over a redelivery queued meanwhile. An unknown id changes nothing.
+   */
+  updateWebhook(id: string, changes: WebhookChanges, leasedUntil?: number): Promise<boolean>;
   /**
    * Takes a due webhook for one attempt: when the message is pending and its nextAttemptAt is
    * still `expectedNextAttemptAt` (as read from dueWebhooks), moves it to `until` and resolves

@@ -40,7 +40,7 @@ export type { FilterInfo, FilterList, NewFilter } from './filters.js';
 // Batch jobs (issue 12).
 export type { BatchOptions, BatchWork } from './batch/batch.js';
 export type { BatchCreated, NewBatch, SubmitBatchOptions } from './batch/submit.js';
-export type { BatchResults, BatchStatus, ResultsFormat } from './batch/results.js';
+export type { BatchResults, BatchStatus, ResultsFormat, WebhookState } from './batch/results.js';
 export type { BatchEvent } from './batch/webhooks.js';
 export type { WebhookSecretAdmin } from './batch/webhook-secret.js';
 

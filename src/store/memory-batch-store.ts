@@ -10,6 +10,7 @@ import type {
 import { finalRelease, renewIn } from './rules/holds.js';
 import { applyLedgerCommit, type LedgerBook } from './rules/ledger.js';
 import { StoreError } from './rules/store-error.js';
+import { listed, pendingAt } from './rules/webhooks.js';
 
 interface MemoryItem {
   readonly email: string;
@@ -222,17 +223,23 @@ export function createMemoryBatchStore(host: MemoryBatchHost): BatchStore {
       host.open();
       return [...webhooks.values()].filter((message) => message.jobId === jobId);
     },
-    async updateWebhook(id, changes) {
+    async listWebhooks(accountId, query) {
+      host.open();
+      const own = [...webhooks.values()].filter((message) => message.accountId === accountId);
+      return listed(own, query);
+    },
+    async updateWebhook(id, changes, leasedUntil) {
       host.open();
       const message = webhooks.get(id);
-      if (message !== undefined) webhooks.set(id, { ...message, ...changes });
+      if (message === undefined) return false;
+      if (leasedUntil !== undefined && !pendingAt(message, leasedUntil)) return false;
+      webhooks.set(id, { ...message, ...changes });
+      return true;
     },
     async leaseWebhook(id, expectedNextAttemptAt, until) {
       host.open();
       const message = webhooks.get(id);
-      if (message?.status !== 'pending' || message.nextAttemptAt !== expectedNextAttemptAt) {
-        return false;
-      }
+      if (message === undefined || !pendingAt(message, expectedNextAttemptAt)) return false;
       webhooks.set(id, { ...message, nextAttemptAt: until });
       return true;
     },

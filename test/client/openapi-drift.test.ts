@@ -4,6 +4,7 @@ import type {
   BatchCreated,
   BatchRecord,
   BatchStatus,
+  BatchWebhook,
   Client,
   CompactResult,
   DetailedResult,
@@ -110,7 +111,15 @@ const CLIENT_TYPES: Readonly<Record<string, Spec>> = {
     risky: 'required',
     download_url: 'optional',
     reason: 'optional',
+    webhook: 'optional',
   } satisfies Fields<BatchStatus>,
+  'BatchStatus.webhook': {
+    status: 'required',
+    attempts: 'required',
+    last_status: 'required',
+    last_error: 'required',
+    next_attempt_at: 'required',
+  } satisfies Fields<BatchWebhook>,
   BatchResults: 'raw',
   BatchRecord: {
     input: 'required',

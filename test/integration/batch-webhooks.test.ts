@@ -7,6 +7,7 @@ import { createService } from '../../src/compose/service.js';
 import { type BatchOptions, type Service } from '../../src/service/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { createManualClock } from '../../src/testing.js';
+import { recordingLogger } from '../helpers/logger.js';
 import { freePort } from '../helpers/ports.js';
 import { startWebhookReceiver, type WebhookHit } from '../helpers/webhook-receiver.js';
 
@@ -17,9 +18,11 @@ afterEach(async () => {
 
 async function setup(batch: BatchOptions, clock?: { now(): number }) {
   const store = createMemoryStore();
+  const logger = recordingLogger();
   const service: Service = createService({
     engine: createEngine({ offline: true }),
     store,
+    logger,
     ...(clock === undefined ? {} : { clock }),
     batch: {
       allowHttpCallbacks: true,
@@ -30,7 +33,7 @@ async function setup(batch: BatchOptions, clock?: { now(): number }) {
   });
   cleanups.push(() => service.stop());
   const account = await service.admin.createAccount({ email: 'ops@example.org', credits: 100 });
-  return { service, store, accountId: account.id, secret: account.webhookSecret };
+  return { service, store, logger, accountId: account.id, secret: account.webhookSecret };
 }
 
 describe('batch webhooks', () => {
@@ -74,14 +77,16 @@ describe('batch webhooks', () => {
   const SCHEDULE = [1_000, 2_000, 4_000];
 
   type Answer = (() => number | 'hang' | { redirect: string }) | null;
-  const FAULTS: readonly (readonly [string, Answer])[] = [
-    ['a 500', () => 500],
-    ['a 301 (never followed)', () => ({ redirect: '/elsewhere' })],
-    ['a hang (timeout)', () => 'hang'],
-    ['a refused connection', null],
+  /** Each fault, and the last_error (and last_status) its attempts leave in the status. */
+  const FAULTS: readonly (readonly [string, Answer, RegExp, number | null])[] = [
+    ['a 500', () => 500, /^HTTP 500$/, 500],
+    ['a 301 (never followed)', () => ({ redirect: '/elsewhere' }), /^HTTP 301$/, 301],
+    ['a hang (timeout)', () => 'hang', /^timeout: No answer within 200 ms\.$/, null],
+    ['a refused connection', null, /^connect: /, null],
   ];
 
-  it.each(FAULTS)('retries %s on schedule with jitter, then gives up', async (_name, answer) => {
+  it.each(FAULTS)('retries %s on schedule with jitter, then gives up', async (...fault) => {
+    const [, answer, lastError, lastStatus] = fault;
     const clock = createManualClock(Date.UTC(2026, 10, 1));
     let url: string;
     let hits: readonly WebhookHit[] = [];
@@ -92,7 +97,7 @@ describe('batch webhooks', () => {
       url = hook.url;
       hits = hook.hits;
     }
-    const { service, store, accountId } = await setup(
+    const { service, store, logger, accountId } = await setup(
       {
         webhookSender: createNodeWebhookSender({ allowPrivateNetworks: true }),
         webhookRetryScheduleMs: SCHEDULE,
@@ -111,6 +116,16 @@ describe('batch webhooks', () => {
     for (let attempt = 1; attempt <= SCHEDULE.length; attempt++) {
       const [message] = await store.jobWebhooks(created.id);
       expect(message).toMatchObject({ status: 'pending', attempts: attempt });
+      // Visible in the status, and one warn line for each attempt so far.
+      const { webhook } = await service.batchStatus(caller, created.id);
+      expect(webhook).toMatchObject({
+        status: 'pending',
+        attempts: attempt,
+        last_status: lastStatus,
+        last_error: expect.stringMatching(lastError),
+        next_attempt_at: new Date(message?.nextAttemptAt ?? 0).toISOString(),
+      });
+      expect(logger.events('webhook.retrying')).toHaveLength(attempt);
       const delay = SCHEDULE[attempt - 1] as number;
       const wait = (message?.nextAttemptAt ?? 0) - clock.now();
       expect(wait).toBeGreaterThanOrEqual(delay * 0.8);
@@ -122,6 +137,18 @@ describe('batch webhooks', () => {
     }
     const [message] = await store.jobWebhooks(created.id);
     expect(message).toMatchObject({ status: 'failed', attempts: SCHEDULE.length + 1 });
+    expect((await service.batchStatus(caller, created.id)).webhook).toEqual({
+      status: 'failed',
+      attempts: SCHEDULE.length + 1,
+      last_status: lastStatus,
+      last_error: expect.stringMatching(lastError),
+      next_attempt_at: null,
+    });
+    const lines = logger.lines.filter((line) => String(line.fields.event).startsWith('webhook.'));
+    expect(lines.map((line) => [line.level, line.fields.event, line.fields.attempt])).toEqual([
+      ...SCHEDULE.map((_, i) => ['warn', 'webhook.retrying', i + 1]),
+      ['warn', 'webhook.failed', SCHEDULE.length + 1],
+    ]);
     if (answer !== null) {
       expect(hits).toHaveLength(SCHEDULE.length + 1);
       expect(hits.every((hit) => hit.path === '/hook')).toBe(true);
@@ -205,7 +232,7 @@ describe('the webhook sender SSRF guard', () => {
   });
 
   it('fails a job webhook whose host resolves to a private address, without retrying', async () => {
-    const { service, store, accountId } = await setup({
+    const { service, store, logger, accountId } = await setup({
       allowPrivateNetworks: false,
       webhookSender: createNodeWebhookSender({ resolve: async () => ['10.0.0.7'] }),
     });
@@ -217,6 +244,21 @@ describe('the webhook sender SSRF guard', () => {
     await service.batchWork.deliverWebhooks();
     expect(await store.jobWebhooks(created.id)).toMatchObject([{ status: 'failed', attempts: 1 }]);
     expect((await store.jobWebhooks(created.id))[0]?.lastError).toMatch(/^forbidden_address/);
+    // Not silent: the status shows it, and the process that tried says so.
+    expect((await service.batchStatus({ accountId }, created.id)).webhook).toEqual({
+      status: 'failed',
+      attempts: 1,
+      last_status: null,
+      last_error:
+        'forbidden_address: hooks.example.net resolves to 10.0.0.7, which is not a public address.',
+      next_attempt_at: null,
+    });
+    expect(logger.events('webhook.failed')).toMatchObject([
+      {
+        level: 'warn',
+        fields: { job_id: created.id, attempt: 1, callback: 'https://hooks.example.net' },
+      },
+    ]);
   });
 });
 

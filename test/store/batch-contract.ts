@@ -443,6 +443,7 @@ export function batchStoreContract(store: () => Store): void {
         status: 'pending',
         attempts: 0,
         nextAttemptAt: 9002,
+        lastStatus: null,
         lastError: null,
         createdAt: 9002,
       };
@@ -502,6 +503,7 @@ export function batchStoreContract(store: () => Store): void {
         status: 'pending',
         attempts: 1,
         nextAttemptAt: 15_000,
+        lastStatus: 500,
         lastError: 'HTTP 500',
       });
       expect(await store().dueWebhooks(14_999, 10)).toEqual([]);
@@ -516,12 +518,14 @@ export function batchStoreContract(store: () => Store): void {
         status: 'delivered',
         attempts: 2,
         nextAttemptAt: 16_000,
+        lastStatus: 204,
         lastError: null,
       });
       expect(await store().leaseWebhook('msg_1', 16_000, 40_000)).toBe(false);
       expect((await store().jobWebhooks('job_1'))[0]).toMatchObject({
         status: 'delivered',
         attempts: 2,
+        lastStatus: 204,
         lastError: null,
       });
 
@@ -529,6 +533,88 @@ export function batchStoreContract(store: () => Store): void {
       expect(await store().purgeJobs(20_000)).toBe(1);
       expect(await store().getJob('acct_a', 'job_1')).toBeUndefined();
       expect(await store().jobResults('job_1', -1, 10)).toEqual([]);
+      expect(await store().listWebhooks('acct_a', { limit: 10 })).toEqual([]);
+    });
+
+    it("lists an account's webhooks newest first; an attempt's outcome holds only under its lease", async () => {
+      const free = ITEMS.map((item) => ({ ...item, billable: false }));
+      const finish = {
+        status: 'completed',
+        completedAt: 2000,
+        failureReason: null,
+        purgeAt: 99_000,
+      } as const;
+      const message = (id: string, accountId: string, createdAt: number): WebhookMessage => ({
+        id,
+        accountId,
+        jobId: `job_${id}`,
+        url: 'https://hooks.example.com/',
+        payload: '{}',
+        status: 'pending',
+        attempts: 0,
+        nextAttemptAt: createdAt,
+        lastStatus: null,
+        lastError: null,
+        createdAt,
+      });
+      // Two at one time (ordered by id then), one of another account.
+      for (const [id, accountId, at] of [
+        ['msg_b', 'acct_a', 3000],
+        ['msg_c', 'acct_a', 2000],
+        ['msg_a', 'acct_a', 3000],
+        ['msg_x', 'acct_b', 4000],
+      ] as const) {
+        const made = job(`job_${id}`, accountId, { reservation: null, holds: 0, billable: 0 });
+        await store().createJob(made, free, { requests: [] }, 1000);
+        const outcome = await store().finishJob(
+          accountId,
+          `job_${id}`,
+          finish,
+          message(id, accountId, at),
+          at,
+        );
+        expect(outcome).toMatchObject({ ok: true });
+      }
+      const ids = async (query: Parameters<Store['listWebhooks']>[1], account = 'acct_a') =>
+        (await store().listWebhooks(account, query)).map((m) => m.id);
+      expect(await ids({ limit: 10 })).toEqual(['msg_b', 'msg_a', 'msg_c']);
+      expect(await ids({ limit: 2 })).toEqual(['msg_b', 'msg_a']);
+      expect(await ids({ limit: 10 }, 'acct_b')).toEqual(['msg_x']);
+      expect(await ids({ limit: 10 }, 'acct_none')).toEqual([]);
+
+      // An attempt leases msg_a; a redelivery moves it meanwhile: the attempt's outcome is
+      // dropped, the redelivery stands.
+      expect(await store().leaseWebhook('msg_a', 3000, 33_000)).toBe(true);
+      const failed = {
+        status: 'failed',
+        attempts: 8,
+        nextAttemptAt: 5000,
+        lastStatus: null,
+        lastError: 'connect: refused',
+      } as const;
+      const requeued = { ...failed, status: 'pending', attempts: 0, nextAttemptAt: 6000 } as const;
+      expect(await store().updateWebhook('msg_a', requeued)).toBe(true);
+      expect(await store().updateWebhook('msg_a', failed, 33_000)).toBe(false);
+      expect((await store().jobWebhooks('job_msg_a'))[0]).toMatchObject(requeued);
+      // Under its lease, the outcome is written.
+      expect(await store().leaseWebhook('msg_c', 2000, 32_000)).toBe(true);
+      expect(await store().updateWebhook('msg_c', failed, 32_000)).toBe(true);
+      expect(await store().updateWebhook('msg_none', failed)).toBe(false);
+
+      expect(await ids({ status: 'failed', limit: 10 })).toEqual(['msg_c']);
+      expect(await ids({ status: 'pending', limit: 1 })).toEqual(['msg_b']);
+      expect(await ids({ status: 'delivered', limit: 10 })).toEqual([]);
+      expect(await store().listWebhooks('acct_a', { status: 'failed', limit: 10 })).toMatchObject([
+        {
+          id: 'msg_c',
+          jobId: 'job_msg_c',
+          attempts: 8,
+          lastStatus: null,
+          lastError: 'connect: refused',
+        },
+      ]);
+      expect(await store().purgeJobs(99_000)).toBe(4);
+      expect(await ids({ limit: 10 })).toEqual([]);
     });
   });
 }

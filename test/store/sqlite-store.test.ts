@@ -133,6 +133,30 @@ describe('sqlite store: migration 5, what a job was decided under', () => {
   });
 });
 
+describe('sqlite store: migration 6, deliveries an operator can see', () => {
+  it('reads a webhook a file of schema 5 holds with no last status, and lists it', async () => {
+    const path = join(dir, `migrate-${files++}.db`);
+    const old = new Database(path);
+    for (const migration of MIGRATIONS.slice(0, 5)) old.exec(migration);
+    old.pragma('user_version = 5');
+    old.exec(`INSERT INTO accounts (id, email, plan, billing_anchor_day, webhook_secret, created_at)
+      VALUES ('acct_a', 'a@example.org', 'free', 1, 'whsec_x', 1)`);
+    old.exec(`INSERT INTO batch_webhooks (id, account_id, job_id, url, payload, status, attempts,
+        next_attempt_at, last_error, created_at)
+      VALUES ('msg_old', 'acct_a', 'job_old', 'https://hooks.example.com/', '{}', 'failed', 8,
+        5, 'HTTP 500', 1)`);
+    old.close();
+    const store = createSqliteStore(path);
+    try {
+      expect(await store.listWebhooks('acct_a', { status: 'failed', limit: 5 })).toMatchObject([
+        { id: 'msg_old', attempts: 8, lastStatus: null, lastError: 'HTTP 500' },
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('sqlite store: which filter types an account has', () => {
   const filter = (id: string, type: FilterType, value: string): FilterRecord => ({
     id,

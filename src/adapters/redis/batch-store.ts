@@ -12,6 +12,7 @@ import type {
 import { applyLedgerCommit } from '../../store/rules/ledger.js';
 import { finalRelease, renewIn } from '../../store/rules/holds.js';
 import { StoreError } from '../../store/rules/store-error.js';
+import { pendingAt, withLastStatus } from '../../store/rules/webhooks.js';
 import {
   chunked,
   parsed,
@@ -36,6 +37,9 @@ interface StoredResult {
   readonly record: string;
   readonly duplicate: boolean;
 }
+
+/** Webhooks read per Redis call when an account's are listed. */
+const PAGE = 500;
 
 const counted = (job: JobRecord, state: JobResultState, count: number): JobRecord => ({
   ...job,
@@ -85,6 +89,9 @@ export function createRedisBatchStore(
       return row === undefined ? [] : [{ position: Number(position), row }];
     });
   }
+  /** The webhooks under `ids`, in their order, each with its last status (null before). */
+  const webhooksAt = async (ids: readonly string[]) =>
+    (await records<WebhookMessage>(connection, keys.webhooks, ids)).map(withLastStatus);
   const webhookCommands = (message: WebhookMessage): Command[] => [
     ['hset', keys.webhooks, message.id, JSON.stringify(message)],
     message.status === 'pending'
@@ -236,12 +243,11 @@ export function createRedisBatchStore(
           ['zadd', keys.jobPurges, finish.purgeAt, job.id],
         ];
         if (webhook !== undefined) {
-          commands.push(...webhookCommands(webhook), [
-            'zadd',
-            keys.jobWebhooks(jobId),
-            webhook.createdAt,
-            webhook.id,
-          ]);
+          commands.push(
+            ...webhookCommands(webhook),
+            ['zadd', keys.jobWebhooks(jobId), webhook.createdAt, webhook.id],
+            ['zadd', keys.accountWebhooks(accountId), webhook.createdAt, webhook.id],
+          );
         }
         return { result: { ok: true, job: finished }, commands };
       });
@@ -306,25 +312,39 @@ export function createRedisBatchStore(
         0,
         Math.max(0, limit),
       ]);
-      const messages = await records<WebhookMessage>(connection, keys.webhooks, ids);
+      const messages = await webhooksAt(ids);
       return messages.filter((message) => message.status === 'pending');
     },
     async jobWebhooks(jobId) {
       open();
-      const ids = await call<string[]>(['zrange', keys.jobWebhooks(jobId), 0, -1]);
-      return records<WebhookMessage>(connection, keys.webhooks, ids);
+      return webhooksAt(await call<string[]>(['zrange', keys.jobWebhooks(jobId), 0, -1]));
     },
-    async updateWebhook(id, changes) {
+    async listWebhooks(accountId, query) {
       open();
-      await updateRecord<WebhookMessage, void>(connection, keys.webhooks, id, (message) => ({
-        result: undefined,
-        commands: message === undefined ? [] : webhookCommands({ ...message, ...changes }),
-      }));
+      // Newest first; equal times by id, descending (ZREVRANGE orders ties so).
+      const ids = await call<string[]>(['zrevrange', keys.accountWebhooks(accountId), 0, -1]);
+      const found: WebhookMessage[] = [];
+      for (let start = 0; start < ids.length && found.length < query.limit; start += PAGE) {
+        for (const message of await webhooksAt(ids.slice(start, start + PAGE))) {
+          if (query.status === undefined || message.status === query.status) found.push(message);
+        }
+      }
+      return found.slice(0, Math.max(0, query.limit));
+    },
+    async updateWebhook(id, changes, leasedUntil) {
+      open();
+      return updateRecord<WebhookMessage, boolean>(connection, keys.webhooks, id, (message) => {
+        if (message === undefined) return { result: false };
+        if (leasedUntil !== undefined && !pendingAt(message, leasedUntil)) {
+          return { result: false };
+        }
+        return { result: true, commands: webhookCommands({ ...message, ...changes }) };
+      });
     },
     async leaseWebhook(id, expectedNextAttemptAt, until) {
       open();
       return updateRecord<WebhookMessage, boolean>(connection, keys.webhooks, id, (message) => {
-        if (message?.status !== 'pending' || message.nextAttemptAt !== expectedNextAttemptAt) {
+        if (message === undefined || !pendingAt(message, expectedNextAttemptAt)) {
           return { result: false };
         }
         return { result: true, commands: webhookCommands({ ...message, nextAttemptAt: until }) };
@@ -442,7 +462,11 @@ function purgeCommands(keys: RedisKeys, job: JobRecord, messages: readonly strin
     ],
   ];
   if (messages.length > 0) {
-    commands.push(['hdel', keys.webhooks, ...messages], ['zrem', keys.webhooksDue, ...messages]);
+    commands.push(
+      ['hdel', keys.webhooks, ...messages],
+      ['zrem', keys.webhooksDue, ...messages],
+      ['zrem', keys.accountWebhooks(job.accountId), ...messages],
+    );
   }
   return commands;
 }

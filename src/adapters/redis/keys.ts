@@ -70,6 +70,8 @@ export function redisKeys(prefix: string) {
     webhooks: `${prefix}webhooks`,
     /** Ids of pending webhooks by nextAttemptAt. */
     webhooksDue: `${prefix}webhooks-due`,
+    /** An account's webhook ids by createdAt: `webhooks list`, newest first. */
+    accountWebhooks: (accountId: string) => `${prefix}account-webhooks:${accountId}`,
 
     /** Prefix of rate-limiter-flexible's keys of one counter. */
     rate: (name: string) => `${prefix}rate:${name}`,

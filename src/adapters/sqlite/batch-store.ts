@@ -330,6 +330,7 @@ export function createSqliteBatchStore(
           webhook.status,
           webhook.attempts,
           webhook.nextAttemptAt,
+          webhook.lastStatus,
           webhook.lastError,
           webhook.createdAt,
         );
@@ -403,15 +404,30 @@ export function createSqliteBatchStore(
     async jobWebhooks(jobId) {
       return guard(() => s.webhooksOf.all(jobId).map(webhookFrom));
     },
-    async updateWebhook(id, changes) {
-      guard(() =>
-        s.updateWebhook.run(
-          changes.status,
-          changes.attempts,
-          changes.nextAttemptAt,
-          changes.lastError,
-          id,
-        ),
+    async listWebhooks(accountId, query) {
+      const limit = Math.max(0, query.limit);
+      return guard(() =>
+        (query.status === undefined
+          ? s.webhooksOfAccount.all(accountId, limit)
+          : s.webhooksOfAccountIn.all(accountId, query.status, limit)
+        ).map(webhookFrom),
+      );
+    },
+    async updateWebhook(id, changes, leasedUntil) {
+      const values = [
+        changes.status,
+        changes.attempts,
+        changes.nextAttemptAt,
+        changes.lastStatus,
+        changes.lastError,
+        id,
+      ];
+      return guard(
+        () =>
+          (leasedUntil === undefined
+            ? s.updateWebhook.run(...values)
+            : s.updateLeasedWebhook.run(...values, leasedUntil)
+          ).changes === 1,
       );
     },
     async leaseWebhook(id, expectedNextAttemptAt, until) {
@@ -490,21 +506,36 @@ function prepare(db: Database.Database) {
     deleteJob: db.prepare('DELETE FROM batch_jobs WHERE id = ?'),
     insertWebhook: db.prepare(
       `INSERT INTO batch_webhooks (id, account_id, job_id, url, payload, status, attempts,
-         next_attempt_at, last_error, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         next_attempt_at, last_status, last_error, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     due: db.prepare(
       `SELECT * FROM batch_webhooks WHERE status = 'pending' AND next_attempt_at <= ?
        ORDER BY next_attempt_at LIMIT ?`,
     ),
     webhooksOf: db.prepare('SELECT * FROM batch_webhooks WHERE job_id = ? ORDER BY created_at, id'),
+    webhooksOfAccount: db.prepare(
+      `SELECT * FROM batch_webhooks WHERE account_id = ?
+       ORDER BY created_at DESC, id DESC LIMIT ?`,
+    ),
+    webhooksOfAccountIn: db.prepare(
+      `SELECT * FROM batch_webhooks WHERE account_id = ? AND status = ?
+       ORDER BY created_at DESC, id DESC LIMIT ?`,
+    ),
     leaseWebhook: db.prepare(
       `UPDATE batch_webhooks SET next_attempt_at = ?
        WHERE id = ? AND status = 'pending' AND next_attempt_at = ?`,
     ),
     updateWebhook: db.prepare(
-      `UPDATE batch_webhooks SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?
+      `UPDATE batch_webhooks
+       SET status = ?, attempts = ?, next_attempt_at = ?, last_status = ?, last_error = ?
        WHERE id = ?`,
+    ),
+    // An attempt's outcome, only while the message is still under the attempt's lease.
+    updateLeasedWebhook: db.prepare(
+      `UPDATE batch_webhooks
+       SET status = ?, attempts = ?, next_attempt_at = ?, last_status = ?, last_error = ?
+       WHERE id = ? AND status = 'pending' AND next_attempt_at = ?`,
     ),
   };
 }
@@ -562,6 +593,7 @@ function webhookFrom(row: unknown): WebhookMessage {
     status: r.status as WebhookMessage['status'],
     attempts: r.attempts as number,
     nextAttemptAt: r.next_attempt_at as number,
+    lastStatus: (r.last_status ?? null) as number | null,
     lastError: r.last_error as string | null,
     createdAt: r.created_at as number,
   };

@@ -189,6 +189,12 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE batch_jobs ADD COLUMN allow_http_callbacks INTEGER;
   ALTER TABLE batch_jobs ADD COLUMN allow_private_callbacks INTEGER;
   `,
+  // 6: deliveries an operator can see: the status the last attempt was answered with (NULL:
+  // none, or a row from before), and an account's webhooks newest first (webhooks list).
+  `
+  ALTER TABLE batch_webhooks ADD COLUMN last_status INTEGER;
+  CREATE INDEX batch_webhooks_by_account ON batch_webhooks (account_id, created_at DESC, id DESC);
+  `,
 ];
 
 /**

@@ -1,5 +1,6 @@
 import { VERIFY_MANY_CONCURRENCY, VERIFY_MANY_PER_DOMAIN } from '../../engine/verify-many.js';
 import { SLICE_MS } from '../../slices.js';
+import type { JobRecord, WebhookMessage } from '../../ports/store.js';
 import type { WebhookSender } from '../../ports/webhook.js';
 import type { AccountRef } from '../auth.js';
 import type { ServiceContext } from '../context.js';
@@ -177,6 +178,12 @@ export function createBatches(
     start: (job) => runner.start(job),
   });
 
+  /** A job's webhook in the outbox (the latest, should there be more), if it has one yet. */
+  async function webhookOf(job: JobRecord): Promise<WebhookMessage | undefined> {
+    if (job.callbackUrl === null) return undefined;
+    return (await store.jobWebhooks(job.id)).at(-1);
+  }
+
   /** The caller's own job, or 404: another account's id is as unknown as a made-up one. */
   async function jobFor(caller: unknown, id: unknown) {
     const accountId = requireAccountRef(caller);
@@ -217,7 +224,8 @@ export function createBatches(
       answering(async () => {
         const job = await jobFor(caller, id);
         const fields = optionalObject(statusOptions, 'options');
-        return statusOf(job, chooseBaseUrl(fields, baseUrl));
+        const base = chooseBaseUrl(fields, baseUrl);
+        return statusOf(job, base, await webhookOf(job));
       }),
     batchResults: (caller, id, resultOptions) =>
       answering(async () => {

@@ -1,5 +1,5 @@
 import { DETAILED_FIELDS } from '../../format/shapes.js';
-import type { JobResultRow } from '../../ports/batch-store.js';
+import type { JobResultRow, WebhookMessage, WebhookStatus } from '../../ports/batch-store.js';
 import type { JobRecord, Store } from '../../ports/store.js';
 import { nextSlice, SLICE_MS, sliceSpent } from '../../slices.js';
 import type { ResultsFormat } from '../request-fields.js';
@@ -33,6 +33,22 @@ export interface BatchStatus {
   readonly download_url?: string;
   /** Why a failed job failed. */
   readonly reason?: string;
+  /** With a callback: where the delivery of its webhook stands. */
+  readonly webhook?: WebhookState;
+}
+
+/** The delivery of a job's webhook, as its status shows it. */
+export interface WebhookState {
+  /** pending until delivered; failed once the attempts ran out (a redelivery starts again). */
+  readonly status: WebhookStatus;
+  /** Attempts since it was queued, or queued again. */
+  readonly attempts: number;
+  /** The HTTP status the last attempt was answered with; null without one. */
+  readonly last_status: number | null;
+  /** Why the last attempt was not a delivery (`HTTP 500`, `timeout: ...`); null if it was. */
+  readonly last_error: string | null;
+  /** When a pending webhook is tried next (ISO 8601); null once delivered or failed. */
+  readonly next_attempt_at: string | null;
 }
 
 /** The download: an async iterable of text chunks, with what a host needs to serve it. */
@@ -115,8 +131,39 @@ function percent(job: JobRecord): number {
   return job.totalEmails === 0 ? 100 : Math.floor((job.processed * 100) / job.totalEmails);
 }
 
-/** `GET /v1/verify/{id}`; `fallback` as downloadUrl takes it. */
-export function statusOf(job: JobRecord, fallback: string | null): BatchStatus {
+/**
+ * A job's webhook as its status shows it: the outbox message, or before the job finished
+ * (no message yet), pending with nothing tried.
+ */
+export function webhookStateOf(message: WebhookMessage | undefined): WebhookState {
+  if (message === undefined) {
+    return {
+      status: 'pending',
+      attempts: 0,
+      last_status: null,
+      last_error: null,
+      next_attempt_at: null,
+    };
+  }
+  return {
+    status: message.status,
+    attempts: message.attempts,
+    last_status: message.lastStatus,
+    last_error: message.lastError,
+    next_attempt_at:
+      message.status === 'pending' ? new Date(message.nextAttemptAt).toISOString() : null,
+  };
+}
+
+/**
+ * `GET /v1/verify/{id}`; `fallback` as downloadUrl takes it; `webhook` is the job's outbox
+ * message, for a job with a callback.
+ */
+export function statusOf(
+  job: JobRecord,
+  fallback: string | null,
+  webhook?: WebhookMessage,
+): BatchStatus {
   return {
     id: job.id,
     status: job.status,
@@ -128,6 +175,7 @@ export function statusOf(job: JobRecord, fallback: string | null): BatchStatus {
     risky: job.risky,
     ...(job.status === 'completed' ? { download_url: downloadUrl(job, fallback) } : {}),
     ...(job.failureReason === null ? {} : { reason: job.failureReason }),
+    ...(job.callbackUrl === null ? {} : { webhook: webhookStateOf(webhook) }),
   };
 }
 

@@ -136,13 +136,14 @@ export function createWebhookDispatcher(
       callback: originOf(message.url),
       attempt: attempts,
     };
+    const lastStatus = response.kind === 'status' ? response.status : null;
+    // Written only while the lease holds: a redelivery queued during the attempt stands.
     if (response.kind === 'status' && response.status >= 200 && response.status < 300) {
-      await store.updateWebhook(message.id, {
-        status: 'delivered',
-        attempts,
-        nextAttemptAt: now,
-        lastError: null,
-      });
+      await store.updateWebhook(
+        message.id,
+        { status: 'delivered', attempts, nextAttemptAt: now, lastStatus, lastError: null },
+        leaseUntil,
+      );
       ctx.observer?.onWebhook?.('delivered');
       ctx.logger.info(
         { event: 'webhook.delivered', ...fields, status: response.status },
@@ -162,18 +163,17 @@ export function createWebhookDispatcher(
       attempts > settings.retryScheduleMs.length;
     const delay = settings.retryScheduleMs[attempts - 1] ?? 0;
     const nextAttemptAt = final ? now : now + jittered(delay);
-    await store.updateWebhook(message.id, {
-      status: final ? 'failed' : 'pending',
-      attempts,
-      nextAttemptAt,
-      lastError,
-    });
+    await store.updateWebhook(
+      message.id,
+      { status: final ? 'failed' : 'pending', attempts, nextAttemptAt, lastStatus, lastError },
+      leaseUntil,
+    );
     ctx.observer?.onWebhook?.(final ? 'failed' : 'retrying');
     ctx.logger.warn(
       {
         event: final ? 'webhook.failed' : 'webhook.retrying',
         ...fields,
-        status: response.kind === 'status' ? response.status : null,
+        status: lastStatus,
         error: lastError,
         next_attempt_at: final ? null : new Date(nextAttemptAt).toISOString(),
       },
@@ -206,6 +206,7 @@ export function createWebhookDispatcher(
         status: 'pending',
         attempts: 0,
         nextAttemptAt: at,
+        lastStatus: null,
         lastError: null,
         createdAt: at,
       };
