@@ -36,6 +36,7 @@ export type {
   NewBatch,
   ResultsFormat,
   SubmitBatchOptions,
+  WebhookDelivery,
   WebhookSecretAdmin,
   WebhookState,
 } from './service/service.js';

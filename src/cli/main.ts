@@ -28,6 +28,13 @@ import {
 import { batchCommand, type BatchFlags } from './commands/batch.js';
 import { serveCommand, type ServeFlags } from './commands/serve.js';
 import { verifyCommand, type VerifyFlags } from './commands/verify.js';
+import {
+  webhooksList,
+  webhooksRedeliver,
+  webhooksRotate,
+  webhooksSecret,
+  type WebhookListFlags,
+} from './commands/webhooks.js';
 import { workerCommand, type WorkerFlags } from './commands/worker.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { processIo, type CliIo } from './io.js';
@@ -313,6 +320,29 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
   onFile(credits.command('grant').description('add credits to the account').argument('<amount>'))
     .option('--note <text>', 'why, for the ledger')
     .action(run((amount: string, flags: GrantFlags) => creditsGrant(amount, flags, io)));
+
+  const webhooks = program
+    .command('webhooks')
+    .description("batch completion webhooks: deliveries and the account's signing secret");
+  onFile(webhooks.command('list').description('deliveries, newest first, and where each stands'))
+    .option('--failed', 'only those given up')
+    .option('--limit <n>', 'deliveries at most (default 100, at most 1000)')
+    .option('--json', 'one JSON object per line')
+    .action(run((flags: WebhookListFlags) => webhooksList(flags, io)));
+  onFile(
+    webhooks
+      .command('redeliver')
+      .description("queue a finished job's webhook again; a running serve or worker sends it")
+      .argument('<job-id>'),
+  ).action(run((job: string, flags: FileFlags) => webhooksRedeliver(job, flags, io)));
+  onFile(
+    webhooks
+      .command('secret')
+      .description("print the account's whsec_ secret, which receivers verify deliveries with"),
+  ).action(run((flags: FileFlags) => webhooksSecret(flags, io)));
+  onFile(webhooks.command('rotate').description('replace the secret and print the new one')).action(
+    run((flags: FileFlags) => webhooksRotate(flags, io)),
+  );
 
   const filters = program.command('filters').description('block and allow filters');
   onFile(

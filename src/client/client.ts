@@ -105,6 +105,12 @@ export interface Client {
   /** A job's progress (`GET /v1/verify/{id}`). */
   batch(id: string, options?: CallOptions): Promise<BatchStatus>;
   /**
+   * Queues a finished job's webhook again for a new round of attempts (`POST
+   * /v1/verify/{id}/webhook`), once its receiver is fixed; resolves to the job's status, its
+   * `webhook` pending. A POST without an idempotency key: not retried.
+   */
+  redeliverWebhook(id: string, options?: CallOptions): Promise<BatchStatus>;
+  /**
    * Polls a job until it is completed or failed and resolves to that status (check
    * `status.status`). Polls come faster at first, then every `pollMs`; when the rate limit
    * has no request left, the next poll waits for its reset.
@@ -236,6 +242,14 @@ export function createClient(options: ClientOptions): Client {
         method: 'GET',
         path: `v1/verify/${pathId(id)}`,
         ...call(batchOptions),
+      });
+    },
+
+    async redeliverWebhook(id, redeliverOptions = {}) {
+      return transport.json<BatchStatus>({
+        method: 'POST',
+        path: `v1/verify/${pathId(id)}/webhook`,
+        ...call(redeliverOptions),
       });
     },
 

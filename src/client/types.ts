@@ -60,7 +60,7 @@ export interface BatchStatus {
 
 /** The delivery of a job's webhook (`GET /v1/verify/{id}`'s `webhook`). */
 export interface BatchWebhook {
-  /** `pending` until delivered; `failed` once its attempts ran out (POST /v1/verify/{id}/webhook sends it again). */
+  /** `pending` until delivered; `failed` once its attempts ran out (redeliverWebhook sends it again). */
   status: 'pending' | 'delivered' | 'failed';
   /** Attempts since it was queued, or queued again. */
   attempts: number;

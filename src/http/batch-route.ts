@@ -34,13 +34,25 @@ export async function submitBatchRoute(exchange: Exchange): Promise<Reply> {
 export async function batchStatusRoute(exchange: Exchange, rawId: string): Promise<Reply> {
   const id = routeId(rawId);
   const caller = await exchange.authenticate('batch', exchange.query.get('api_key'));
-  // A job stored before bases were kept with jobs is read as if submitted here now.
-  const { baseUrl, defaultBaseUrl } = exchange.config;
-  const status = await exchange.service.batchStatus(caller, id, {
-    ...optional('baseUrl', baseUrl),
-    ...optional('defaultBaseUrl', defaultBaseUrl),
-  });
+  const status = await exchange.service.batchStatus(caller, id, baseUrlChoice(exchange));
   return json(200, status);
+}
+
+/**
+ * POST /v1/verify/{id}/webhook: the finished job's webhook queued again for delivery -> 202
+ * with the job's status, its `webhook` pending.
+ */
+export async function redeliverWebhookRoute(exchange: Exchange, rawId: string): Promise<Reply> {
+  const id = routeId(rawId);
+  const caller = await exchange.authenticate('batch', exchange.query.get('api_key'));
+  const status = await exchange.service.redeliverWebhook(caller, id, baseUrlChoice(exchange));
+  return json(202, status);
+}
+
+/** A job stored before bases were kept with jobs is read as if submitted here now. */
+function baseUrlChoice(exchange: Exchange) {
+  const { baseUrl, defaultBaseUrl } = exchange.config;
+  return { ...optional('baseUrl', baseUrl), ...optional('defaultBaseUrl', defaultBaseUrl) };
 }
 
 /**

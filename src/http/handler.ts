@@ -3,7 +3,12 @@ import { baseUrlOf } from '../service/batch/results.js';
 import { ServiceError } from '../service/service-error.js';
 import type { Service } from '../service/service.js';
 import { accountRoute } from './account-route.js';
-import { batchResultsRoute, batchStatusRoute, submitBatchRoute } from './batch-route.js';
+import {
+  batchResultsRoute,
+  batchStatusRoute,
+  redeliverWebhookRoute,
+  submitBatchRoute,
+} from './batch-route.js';
 import { remoteAddress, trustedProxyRanges } from './client-ip.js';
 import { corsHeaders, preflightReply } from './cors.js';
 import { Exchange, type HandlerConfig, type HandlerRequest } from './exchange.js';
@@ -121,6 +126,7 @@ const HANDLERS: Readonly<Record<OperationId, RouteHandler>> = {
   submitBatch: submitBatchRoute,
   batchStatus: batchStatusRoute,
   batchResults: batchResultsRoute,
+  redeliverWebhook: redeliverWebhookRoute,
   listFilters: listFiltersRoute,
   createFilter: createFilterRoute,
   deleteFilter: deleteFilterRoute,

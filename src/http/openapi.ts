@@ -206,6 +206,23 @@ const OPERATIONS: Readonly<Record<OperationId, OperationDoc>> = {
       '404': response('NotFound'),
     },
   },
+  redeliverWebhook: {
+    summary: "Deliver a finished batch's webhook again",
+    description:
+      'Queues the completion webhook again, due now, for a new round of attempts (the ' +
+      'schedule starts over), with the same `webhook-id`: a receiver that has it may drop ' +
+      "it. Answers the job's status, its `webhook` pending. A job submitted without a " +
+      '`callback_url` is a 409 `conflict`; one still processing a 409 `batch_not_completed`.',
+    responses: {
+      '202': jsonBody(ref('BatchStatus'), 'The webhook is queued.'),
+      ...AUTHENTICATED_ERRORS,
+      '404': response('NotFound'),
+      '409': jsonBody(
+        { anyOf: [ref('BatchNotCompletedError'), ref('Error')] },
+        'conflict: the job has no callback_url; batch_not_completed: it is still processing.',
+      ),
+    },
+  },
   batchResults: {
     summary: "A completed batch's results, streamed",
     description:

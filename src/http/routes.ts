@@ -80,6 +80,10 @@ export const ROUTES = {
     path: '/v1/verify/{id}/results',
     operations: { GET: { operationId: 'batchResults', query: ['format', 'api_key'] } },
   },
+  batch_webhook: {
+    path: '/v1/verify/{id}/webhook',
+    operations: { POST: { operationId: 'redeliverWebhook', query: KEY_ONLY } },
+  },
   filters: {
     path: '/v1/filters',
     operations: {

@@ -42,7 +42,7 @@ export type { BatchOptions, BatchWork } from './batch/batch.js';
 export type { BatchCreated, NewBatch, SubmitBatchOptions } from './batch/submit.js';
 export type { BatchResults, BatchStatus, ResultsFormat, WebhookState } from './batch/results.js';
 export type { BatchEvent } from './batch/webhooks.js';
-export type { WebhookSecretAdmin } from './batch/webhook-secret.js';
+export type { WebhookDelivery, WebhookSecretAdmin } from './batch/webhook-secret.js';
 
 export interface ServiceOptions {
   /** The engine verifications run on; its method costs are the credits charged. */
@@ -139,6 +139,7 @@ export function buildService(serviceOptions: ServiceOptions, defaults: ServiceDe
     deleteFilter: filters.deleteFilter,
     submitBatch: batches.submitBatch,
     batchStatus: batches.batchStatus,
+    redeliverWebhook: batches.redeliverWebhook,
     batchResults: batches.batchResults,
     async start() {
       const outcome = await batches.work.start();

@@ -111,6 +111,12 @@ export function optionalText(value: unknown, field: string, maxLength = 200): st
   return value === undefined || value === null ? null : requireText(value, field, maxLength);
 }
 
+/** A boolean, else `invalid_request` naming the field. */
+export function requireBoolean(value: unknown, field: string): boolean {
+  if (typeof value !== 'boolean') throw invalidRequest(field, `${field} must be true or false`);
+  return value;
+}
+
 /** A whole number within [min, max], else `invalid_request` naming the field. */
 export function requireInteger(value: unknown, field: string, min: number, max: number): number {
   if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {

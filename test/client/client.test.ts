@@ -10,6 +10,7 @@ import {
   type DetailedResult,
   type ShapeBResult,
 } from '../../src/client.js';
+import { createMemoryWebhookSender } from '../../src/testing.js';
 import { gatedDns } from '../helpers/fakes.js';
 import { startLoopbackApi, testClient, type LoopbackApi } from './helpers.js';
 
@@ -163,6 +164,55 @@ describe('mailverdict/client on loopback', () => {
       expect(api.waited.slice(0, 2)).toEqual([250, 500]);
     } finally {
       await gated.close();
+    }
+  });
+
+  it("a job's webhook shows in its status and is delivered again; a job without one is a 409", async () => {
+    // A receiver that fails the first delivery, given up at once (no retries), then answers.
+    const answers = [500];
+    const webhooks = createMemoryWebhookSender(() => ({
+      kind: 'status',
+      status: answers.shift() ?? 204,
+    }));
+    const hooked = await startLoopbackApi(
+      { offline: true },
+      { webhookSender: webhooks, webhookRetryScheduleMs: [] },
+    );
+    try {
+      const { secret } = await hooked.key();
+      const api = testClient(hooked.server.url, secret);
+      const job = await api.submitBatch(['a@example.org'], {
+        callbackUrl: 'https://hooks.example.com/in',
+      });
+      await api.waitForBatch(job.id);
+      await hooked.api.service.batchWork.deliverWebhooks();
+      const failed = await api.batch(job.id);
+      expect(failed.webhook).toEqual({
+        status: 'failed',
+        attempts: 1,
+        last_status: 500,
+        last_error: 'HTTP 500',
+        next_attempt_at: null,
+      });
+      const queued = await api.redeliverWebhook(job.id);
+      expectTypeOf(queued).toEqualTypeOf<BatchStatus>();
+      expect(queued).toMatchObject({ id: job.id, webhook: { status: 'pending', attempts: 0 } });
+      await hooked.api.service.batchWork.deliverWebhooks();
+      expect((await api.batch(job.id)).webhook).toMatchObject({
+        status: 'delivered',
+        last_status: 204,
+      });
+      expect(webhooks.sent).toHaveLength(2);
+
+      const plain = await api.submitBatch(['b@example.org']);
+      await api.waitForBatch(plain.id);
+      expect((await api.batch(plain.id)).webhook).toBeUndefined();
+      await expect(api.redeliverWebhook(plain.id)).rejects.toMatchObject({
+        status: 409,
+        code: 'conflict',
+      });
+    } finally {
+      await hooked.close();
     }
   });
 

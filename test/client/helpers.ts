@@ -1,7 +1,7 @@
 import { createClient, type Client, type ClientOptions } from '../../src/client.js';
 import { serve, type RunningServer } from '../../src/node.js';
 import type { EngineOptions } from '../../src/compose/engine.js';
-import type { NewAccount } from '../../src/service/service.js';
+import type { BatchOptions, NewAccount } from '../../src/service/service.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { apiFixture, type ApiFixture } from '../helpers/service.js';
 
@@ -16,8 +16,9 @@ export interface LoopbackApi {
 
 export async function startLoopbackApi(
   engine: EngineOptions = { offline: true },
+  batch: BatchOptions = {},
 ): Promise<LoopbackApi> {
-  const api = await apiFixture(createMemoryStore(), engine);
+  const api = await apiFixture(createMemoryStore(), engine, batch);
   const server = await serve(api.service, { onError: () => undefined });
   return {
     api,

@@ -3,6 +3,7 @@ import type { HandlerOptions } from '../../src/http/handler.js';
 import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js';
 import { ROUTES, type RouteSpec } from '../../src/http/routes.js';
 import { toCompact, toShapeB } from '../../src/format/shapes.js';
+import { createMemoryWebhookSender } from '../../src/testing.js';
 import type { Service } from '../../src/service/service.js';
 import { apiFixture, type ApiFixture } from '../helpers/service.js';
 import { bearer, DIRECT_IP, type Client, type nodeClient } from './helpers.js';
@@ -1036,6 +1037,77 @@ export function apiSuite(kind: string, makeClient: ClientFactory): void {
         expect(reply.status).toBe(400);
         expect(reply.body).toMatchObject({ error: 'invalid_request', field });
         expect(await snapshot()).toEqual(before);
+      });
+
+      it('shows the webhook delivery in the status; POST .../webhook queues it again', async () => {
+        const answers = [500];
+        const hooked = await apiFixture(undefined, undefined, {
+          webhookSender: createMemoryWebhookSender(() => ({
+            kind: 'status',
+            status: answers.shift() ?? 204,
+          })),
+          // No retries: the first failure is final.
+          webhookRetryScheduleMs: [],
+        });
+        const own = await hooked.account();
+        const stranger = await hooked.account();
+        const hookedClient = await makeClient(hooked.service);
+        opened.push(hookedClient);
+        const call = (path: string, key: string, method = 'GET') =>
+          hookedClient.call(path, { method, headers: bearer(key) });
+        const submitted = await hookedClient.call('/v1/verify', {
+          method: 'POST',
+          headers: bearer(own.secret, { 'content-type': 'application/json' }),
+          body: JSON.stringify({
+            emails: ['a@example.org'],
+            method: 'quick',
+            callback_url: 'https://hooks.example.com/in',
+          }),
+        });
+        const { id } = submitted.body as { id: string };
+        await hooked.service.batchWork.idle();
+        await hooked.service.batchWork.deliverWebhooks();
+
+        const failed = await call(`/v1/verify/${id}`, own.secret);
+        expect(failed.body.webhook).toEqual({
+          status: 'failed',
+          attempts: 1,
+          last_status: 500,
+          last_error: 'HTTP 500',
+          next_attempt_at: null,
+        });
+        const queued = await call(`/v1/verify/${id}/webhook`, own.secret, 'POST');
+        expect(queued.status).toBe(202);
+        expect(queued.headers.get('x-ratelimit-limit')).toBe('300');
+        expect(queued.body).toMatchObject({ id, status: 'completed' });
+        expect(queued.body.webhook).toMatchObject({ status: 'pending', attempts: 0 });
+        await hooked.service.batchWork.deliverWebhooks();
+        const delivered = await call(`/v1/verify/${id}`, own.secret);
+        expect(delivered.body.webhook).toMatchObject({
+          status: 'delivered',
+          attempts: 1,
+          last_status: 204,
+          last_error: null,
+        });
+
+        // Another account's job is not found; a job without a callback has nothing to send.
+        expect((await call(`/v1/verify/${id}/webhook`, stranger.secret, 'POST')).status).toBe(404);
+        const plain = await hookedClient.call('/v1/verify', {
+          method: 'POST',
+          headers: bearer(own.secret, { 'content-type': 'application/json' }),
+          body: JSON.stringify({ emails: ['b@example.org'], method: 'quick' }),
+        });
+        await hooked.service.batchWork.idle();
+        const none = await call(
+          `/v1/verify/${plain.body.id as string}/webhook`,
+          own.secret,
+          'POST',
+        );
+        expect(none.status).toBe(409);
+        expect(none.body).toMatchObject({ error: 'conflict' });
+        const wrongMethod = await call(`/v1/verify/${id}/webhook`, own.secret);
+        expect(wrongMethod.status).toBe(405);
+        expect(wrongMethod.headers.get('allow')).toBe('POST, OPTIONS');
       });
 
       it('answers a JSON-less batch with 415', async () => {

@@ -11,7 +11,8 @@ interface ListFlags extends FileFlags {
   readonly json?: boolean;
 }
 
-const when = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString());
+/** A time for a table: ISO 8601, or empty for none. */
+export const when = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString());
 
 function keyRow(key: KeyInfo): string[] {
   const state =
@@ -30,7 +31,8 @@ function keyRow(key: KeyInfo): string[] {
   ];
 }
 
-const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+/** A time as --json prints it: ISO 8601, or null. */
+export const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** A key as --json prints it: snake_case and ISO 8601 times, as the API's wire objects are. */
 function keyWire(key: KeyInfo): Record<string, unknown> {
@@ -228,8 +230,11 @@ export async function filtersList(flags: FilterListFlags, io: CliIo): Promise<Ex
   });
 }
 
-/** A page flag as typed; its range is the service's to check (and to name). */
-function pageNumber(value: string, flag: string): number {
+/**
+ * A page flag (--page, --per-page, --limit, --after) as typed: a whole number, else a
+ * UsageError naming it; its range is the service's to check (and to name).
+ */
+export function pageNumber(value: string, flag: string): number {
   const number = wholeNumber(value);
   if (!Number.isSafeInteger(number)) {
     throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(value)}`);

@@ -110,6 +110,13 @@ export interface Batches {
    * chooseBaseUrl picks: as a job submitted with them would be.
    */
   batchStatus(caller: AccountRef, id: string, options?: BaseUrlChoice): Promise<BatchStatus>;
+  /**
+   * `POST /v1/verify/{id}/webhook`: queues the finished job's webhook again, due now, for a
+   * new round of attempts (the same webhook-id: a receiver that has it may drop it), and
+   * answers the job's status. 409 `conflict` for a job submitted without a callback_url,
+   * `batch_not_completed` for one still processing.
+   */
+  redeliverWebhook(caller: AccountRef, id: string, options?: BaseUrlChoice): Promise<BatchStatus>;
   /** `GET /v1/verify/{id}/results`: a completed job's records, streamed in input order. */
   batchResults(
     caller: AccountRef,
@@ -226,6 +233,28 @@ export function createBatches(
         const fields = optionalObject(statusOptions, 'options');
         const base = chooseBaseUrl(fields, baseUrl);
         return statusOf(job, base, await webhookOf(job));
+      }),
+    redeliverWebhook: (caller, id, statusOptions) =>
+      answering(async () => {
+        const job = await jobFor(caller, id);
+        const fields = optionalObject(statusOptions, 'options');
+        const base = chooseBaseUrl(fields, baseUrl);
+        if (job.callbackUrl === null) {
+          throw new ServiceError(
+            'conflict',
+            `Batch ${job.id} was submitted without a callback_url: it has no webhook to deliver.`,
+          );
+        }
+        if (job.status === 'processing') throw notCompleted(job);
+        const message = await webhookOf(job);
+        if (message === undefined) {
+          throw new ServiceError('internal_error', `Batch ${job.id} has no webhook in the outbox.`);
+        }
+        const queued = await webhooks.redeliver(message);
+        // Sent now by a process whose background work runs; else by whichever process's does
+        // next (a serve or worker sharing the store), within its poll.
+        if (timer !== undefined) tick();
+        return statusOf(job, base, queued);
       }),
     batchResults: (caller, id, resultOptions) =>
       answering(async () => {

@@ -80,6 +80,8 @@ export interface WebhookDispatcher {
   message(job: JobRecord, event: BatchEvent, at: number): WebhookMessage | undefined;
   /** Sends every webhook due now; resolves with how many were attempted. */
   deliverDue(signal?: AbortSignal): Promise<number>;
+  /** Queues `message` again, due now, for a new round of attempts; resolves it as queued. */
+  redeliver(message: WebhookMessage): Promise<WebhookMessage>;
 }
 
 export function createWebhookDispatcher(
@@ -210,6 +212,29 @@ export function createWebhookDispatcher(
         lastError: null,
         createdAt: at,
       };
+    },
+    async redeliver(message) {
+      // The same message, so the same webhook-id (a receiver that has it may drop it), due now
+      // for a new round of attempts; what the last attempt got stays until the next one.
+      const changes = {
+        status: 'pending',
+        attempts: 0,
+        nextAttemptAt: clock.now(),
+        lastStatus: message.lastStatus,
+        lastError: message.lastError,
+      } as const;
+      await store.updateWebhook(message.id, changes);
+      ctx.logger.info(
+        {
+          event: 'webhook.queued',
+          job_id: message.jobId,
+          account_id: message.accountId,
+          webhook_id: message.id,
+          callback: originOf(message.url),
+        },
+        'Webhook queued again for delivery',
+      );
+      return { ...message, ...changes };
     },
     // One delivery round at a time, so a message is never sent twice at once by one process.
     deliverDue(signal) {
