@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import { METHOD_NAMES } from '../engine/methods.js';
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_ELEMENTS } from '../http/request-body.js';
 import {
@@ -11,7 +11,9 @@ import {
   REQUEST_TIMEOUT_MS,
 } from '../http/server-limits.js';
 import {
+  creditsBalance,
   creditsGrant,
+  creditsLedger,
   filtersAdd,
   filtersList,
   filtersRemove,
@@ -24,7 +26,14 @@ import {
   type GrantFlags,
   type KeyCreateFlags,
   type KeyRotateFlags,
+  type LedgerFlags,
 } from './commands/admin.js';
+import {
+  accountsCreate,
+  accountsList,
+  accountsPlan,
+  type AccountCreateFlags,
+} from './commands/accounts.js';
 import { batchCommand, type BatchFlags } from './commands/batch.js';
 import { serveCommand, type ServeFlags } from './commands/serve.js';
 import { verifyCommand, type VerifyFlags } from './commands/verify.js';
@@ -44,6 +53,7 @@ import { DEFAULT_DB, serviceFailure, type FileFlags } from './service-file.js';
 import { escapeForTerminal } from './terminal.js';
 import { ServiceError } from '../service/service-error.js';
 import { SLICE_MS } from '../slices.js';
+import { PLAN_NAMES, type PlanName } from '../service/plans.js';
 
 /** Our package.json: two folders up from src/cli/main.ts and from dist/cli/bin.js alike. */
 function version(): string {
@@ -241,11 +251,12 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     async (...args: A) => {
       exitCode = await command(...args);
     };
-  const onFile = (command: Command) =>
+  const onStore = (command: Command) =>
     command
       .option('--db <path>', 'the SQLite file of the service', DEFAULT_DB)
-      .option('--redis <url>', 'the Redis of the service instead of a file (running at scale)')
-      .option('--account <id>', "the account (default: the file's only one)");
+      .option('--redis <url>', 'the Redis of the service instead of a file (running at scale)');
+  const onFile = (command: Command) =>
+    onStore(command).option('--account <id>', "the account (default: the file's only one)");
 
   onFile(
     withLogFlags(
@@ -320,6 +331,30 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
   onFile(credits.command('grant').description('add credits to the account').argument('<amount>'))
     .option('--note <text>', 'why, for the ledger')
     .action(run((amount: string, flags: GrantFlags) => creditsGrant(amount, flags, io)));
+  onFile(credits.command('balance').description('available, reserved, used and total credits'))
+    .option('--json', 'one JSON object')
+    .action(run((flags: FileFlags & { json?: boolean }) => creditsBalance(flags, io)));
+  onFile(credits.command('ledger').description('ledger entries in the order they were filed'))
+    .option('--limit <n>', 'entries at most (default 100, at most 10000)')
+    .option('--after <seq>', 'the entries after this one (the next page)')
+    .option('--json', 'one JSON object per line')
+    .action(run((flags: LedgerFlags) => creditsLedger(flags, io)));
+
+  const accounts = program.command('accounts').description('the accounts of the service');
+  onStore(accounts.command('create').description('make an account; its id is printed'))
+    .requiredOption('--email <address>', "the account's email")
+    .addOption(new Option('--plan <plan>', 'its plan').choices(PLAN_NAMES).default('free'))
+    .option('--credits <n>', 'credits it starts with (default: 0)')
+    .action(run((flags: AccountCreateFlags) => accountsCreate(flags, io)));
+  onStore(accounts.command('list').description('every account with its plan and balance'))
+    .option('--json', 'one JSON object per line')
+    .action(run((flags: FileFlags & { json?: boolean }) => accountsList(flags, io)));
+  onFile(
+    accounts
+      .command('plan')
+      .description("change the account's plan (its keys' rate limits)")
+      .addArgument(new Argument('<plan>', 'the new plan').choices(PLAN_NAMES)),
+  ).action(run((plan: PlanName, flags: FileFlags) => accountsPlan(plan, flags, io)));
 
   const webhooks = program
     .command('webhooks')

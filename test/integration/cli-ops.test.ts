@@ -4,8 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startCli } from '../helpers/cli.js';
+import { runCli, runInProcess, startCli } from '../helpers/cli.js';
 import { jsonLines } from '../helpers/logger.js';
+import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
 
 /**
  * The operator's side of `serve` and `worker`, spawned as an operator runs them: what they
@@ -105,4 +106,142 @@ describe('serve writes JSON lines on stderr', () => {
     expect(await serve.stop()).toBe(0);
     expect(jsonLines(serve.output())).toEqual([]);
   });
+});
+
+/** Runs the CLI and answers its stdout, after checking that it exited 0. */
+async function ok(args: string[]): Promise<string> {
+  const run = await runCli(args);
+  expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
+  return run.stdout;
+}
+
+const jsonOf = (stdout: string) =>
+  stdout
+    .trim()
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+/** The operator commands on a store (`--db file` or `--redis url`), as an operator runs them. */
+async function operatorCommands(store: string[]): Promise<void> {
+  const created = await runCli([
+    'accounts',
+    'create',
+    '--email',
+    'second@example.org',
+    '--plan',
+    'starter',
+    '--credits',
+    '25',
+    ...store,
+  ]);
+  expect(created.code, created.stderr).toBe(0);
+  // The id alone on stdout; how to make its key on stderr.
+  expect(created.stdout).toMatch(/^acct_\w+\n$/);
+  const id = created.stdout.trim();
+  expect(created.stderr).toContain(`mailverdict keys create --account ${id}`);
+
+  const listed = jsonOf(await ok(['accounts', 'list', '--json', ...store]));
+  expect(listed.find((account) => account.id === id)).toMatchObject({
+    email: 'second@example.org',
+    plan: 'starter',
+    credits: { available: 25, reserved: 0, used: 0, total: 25 },
+  });
+  // Never the webhook secret.
+  expect(JSON.stringify(listed)).not.toContain('whsec_');
+  expect(await ok(['accounts', 'list', ...store])).toMatch(
+    new RegExp(`^${id}\\s+second@example\\.org\\s+starter\\s+25\\s+0\\s+0\\s`, 'm'),
+  );
+
+  expect(await ok(['accounts', 'plan', 'professional', '--account', id, ...store])).toMatch(
+    /professional plan: 120 requests a minute, 50000 a day/,
+  );
+  const changed = jsonOf(await ok(['accounts', 'list', '--json', ...store]));
+  expect(changed.find((account) => account.id === id)?.plan).toBe('professional');
+
+  expect(jsonOf(await ok(['credits', 'balance', '--json', '--account', id, ...store]))).toEqual([
+    { account_id: id, available: 25, reserved: 0, used: 0, total: 25 },
+  ]);
+  await ok(['credits', 'grant', '5', '--note', 'top-up', '--account', id, ...store]);
+  expect(await ok(['credits', 'balance', '--account', id, ...store])).toBe(
+    `${id}: available 30, reserved 0, used 0, total 30.\n`,
+  );
+  const ledger = jsonOf(await ok(['credits', 'ledger', '--json', '--account', id, ...store]));
+  expect(ledger).toMatchObject([
+    { kind: 'grant', amount: 25, delta: 25 },
+    { kind: 'grant', amount: 5, delta: 5, note: 'top-up' },
+  ]);
+  const table = await ok(['credits', 'ledger', '--account', id, ...store]);
+  expect(table).toMatch(/^SEQ\s+AT\s+KIND\s+AMOUNT\s+DELTA\s+REF\s+NOTE\n/);
+  expect(table).toMatch(/\sgrant\s+5\s+\+5\s+\S+\s+top-up\n$/);
+  // A page at a time: a full page says how to read on.
+  const page = await runCli([
+    'credits',
+    'ledger',
+    '--json',
+    '--limit',
+    '1',
+    '--account',
+    id,
+    ...store,
+  ]);
+  expect(jsonOf(page.stdout)).toHaveLength(1);
+  const next = /--after (\d+)/.exec(page.stderr)?.[1] as string;
+  const rest = jsonOf(
+    await ok(['credits', 'ledger', '--json', '--after', next, '--account', id, ...store]),
+  );
+  expect(rest).toMatchObject([{ amount: 5, note: 'top-up' }]);
+
+  // Its key, made as any key is.
+  expect(await ok(['keys', 'create', '--account', id, ...store])).toMatch(/^mv_sk_/);
+
+  // Refusals: one line, exit 2, nothing changed (run in this process: the same code, no spawn
+  // for each).
+  for (const args of [
+    ['accounts', 'plan', 'gold', '--account', id],
+    ['accounts', 'plan', 'free'], // two accounts: which one?
+    ['accounts', 'plan', 'free', '--account', 'acct_nope'],
+    ['accounts', 'create', '--email', 'not an address'],
+    ['accounts', 'create', '--email', 'x@example.org', '--credits', '-1'],
+    ['accounts', 'create', '--email', 'x@example.org', '--plan', 'gold'],
+    ['credits', 'ledger', '--limit', '0', '--account', id],
+    ['credits', 'ledger', '--limit', '1e3', '--account', id],
+    ['webhooks', 'list', '--limit', '5000', '--account', id],
+  ]) {
+    const refused = await runInProcess([...args, ...store]);
+    expectOneLine({ code: refused.code, stderr: refused.err }, 2);
+  }
+  const after = jsonOf(await ok(['accounts', 'list', '--json', ...store]));
+  expect(after).toHaveLength(listed.length);
+  expect(after.find((account) => account.id === id)).toMatchObject({
+    plan: 'professional',
+    credits: { available: 30 },
+  });
+}
+
+describe('operator commands', () => {
+  it('accounts create, list and plan, credits balance and ledger, on a SQLite file', async () => {
+    const db = join(dir, 'operator.db');
+    // serve's first start makes the file and its first account.
+    const serve = startCli(['serve', '--db', db, '--port', '0', '--offline']);
+    await serve.waitFor(/Listening on/);
+    expect(await serve.stop()).toBe(0);
+    await operatorCommands(['--db', db]);
+  }, 180_000);
+
+  const withRedis = redisAvailable() ? it : it.skip;
+  withRedis(
+    'the same on Redis, where no serve needs to have run',
+    async () => {
+      const redis: RedisTestServer = await startRedisServer();
+      try {
+        // A second account first, as serve's first start makes one on a file.
+        await ok(['accounts', 'create', '--email', 'owner@example.org', '--redis', redis.url]);
+        await operatorCommands(['--redis', redis.url]);
+      } finally {
+        await redis.stop();
+      }
+    },
+    180_000,
+  );
 });

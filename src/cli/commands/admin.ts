@@ -161,6 +161,82 @@ export async function creditsGrant(
   });
 }
 
+/** The balance as `GET /v1/account` names it: available + reserved + used = total. */
+export async function creditsBalance(
+  flags: FileFlags & { readonly json?: boolean },
+  io: CliIo,
+): Promise<ExitCode> {
+  return withService(flags, async (service) => {
+    const account = await accountOf(service, flags);
+    const { available, reserved, used, total } = account.credits;
+    line(
+      io.stdout,
+      flags.json === true
+        ? safeJson({ account_id: account.id, available, reserved, used, total })
+        : `${account.id}: available ${available}, reserved ${reserved}, used ${used}, total ${total}.`,
+    );
+    return EXIT.ok;
+  });
+}
+
+/** Ledger entries printed by default, a page. */
+const LEDGER_PAGE = 100;
+
+export interface LedgerFlags extends ListFlags {
+  readonly limit?: string;
+  readonly after?: string;
+}
+
+/**
+ * `credits ledger`: the account's entries in the order they were filed, a page at a time
+ * (`--after <seq>` goes on from an entry); a full page says on stderr how to read the next.
+ */
+export async function creditsLedger(flags: LedgerFlags, io: CliIo): Promise<ExitCode> {
+  const limit = flags.limit === undefined ? LEDGER_PAGE : pageNumber(flags.limit, '--limit');
+  const after = flags.after === undefined ? undefined : pageNumber(flags.after, '--after');
+  return withService(flags, async (service) => {
+    const account = await accountOf(service, flags);
+    const entries = await service.admin.ledger(account.id, {
+      limit,
+      ...(after === undefined ? {} : { afterSeq: after }),
+    });
+    if (flags.json === true) {
+      for (const entry of entries) {
+        line(
+          io.stdout,
+          safeJson({
+            seq: entry.seq,
+            kind: entry.kind,
+            ref: entry.ref,
+            amount: entry.amount,
+            delta: entry.delta,
+            reservation: entry.reservation,
+            note: entry.note,
+            created_at: isoOrNull(entry.createdAt),
+          }),
+        );
+      }
+    } else {
+      const rows = entries.map((e) => [
+        String(e.seq),
+        when(e.createdAt),
+        e.kind,
+        String(e.amount),
+        e.delta > 0 ? `+${e.delta}` : String(e.delta),
+        e.ref,
+        e.note ?? '',
+      ]);
+      const header = ['SEQ', 'AT', 'KIND', 'AMOUNT', 'DELTA', 'REF', 'NOTE'];
+      for (const text of table(header, rows)) line(io.stdout, text);
+    }
+    const last = entries.at(-1);
+    if (entries.length === limit && last !== undefined) {
+      line(io.stderr, `More entries may follow: --after ${last.seq} reads the next page.`);
+    }
+    return EXIT.ok;
+  });
+}
+
 export interface FilterAddFlags extends FileFlags {
   readonly type: FilterType;
   readonly action: FilterAction;
