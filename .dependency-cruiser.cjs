@@ -13,7 +13,7 @@ const STORE_RULES = '^src/store/rules/';
 /** The in-memory twin of the durable stores. */
 const MEMORY_STORE = '^src/store/[^/]+$';
 /** Language-level helpers that import nothing of ours. */
-const UTIL = '^src/(delay|optional|slices)[.]ts$';
+const UTIL = '^src/(delay|fifo|optional|slices)[.]ts$';
 /** The package's entry files (package.json "exports"): they only re-export. */
 const ENTRIES = '^src/[^/]+[.]ts$';
 

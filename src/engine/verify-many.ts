@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { IpFilter } from '../ports/ip-filter.js';
+import { Fifo } from '../fifo.js';
 import { nextSlice, SLICE_MS, sliceSpent } from '../slices.js';
 import type { MethodName } from './methods.js';
 import type { Verdict } from './verdict.js';
@@ -73,36 +74,6 @@ const WORK_PER_CLOCK_READ = 16;
 
 /** Addresses read ahead of the work, at least: enough to find the next domains to start. */
 const MIN_LOOKAHEAD = 1_024;
-
-/** A FIFO on an array with a moving head: O(1) at both ends, unlike Array#shift. */
-class Fifo<T> {
-  #items: T[] = [];
-  #head = 0;
-
-  get size(): number {
-    return this.#items.length - this.#head;
-  }
-
-  push(item: T): void {
-    this.#items.push(item);
-  }
-
-  peek(): T | undefined {
-    return this.#head === this.#items.length ? undefined : this.#items[this.#head];
-  }
-
-  shift(): T | undefined {
-    if (this.#head === this.#items.length) return undefined;
-    const item = this.#items[this.#head] as T;
-    this.#items[this.#head++] = undefined as T;
-    // Reclaim the consumed prefix once it is most of the array.
-    if (this.#head > 1_024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return item;
-  }
-}
 
 /** One domain's addresses read but not yet started, and how many of its slots are held. */
 interface DomainGroup {
