@@ -62,7 +62,10 @@ export const VERIFY_MANY_PER_DOMAIN = 50;
  * MX lookups started ahead of their domain's turn, per domain slot. Bench/, 50,000 addresses
  * over 1,000 domains at 1 ms of DNS latency, 5 domain slots: one lookup ahead per slot took
  * 2.40x the ideal of domains x latency / slots, four took 1.40x. A lookup ahead is one UDP
- * query whose answer the DNS cache keeps.
+ * query whose answer the DNS cache keeps (three with an IP filter: its host's A and AAAA
+ * after the MX). The Node resolver bounds the queries in flight itself
+ * (DNS_MAX_QUERIES_IN_FLIGHT, src/adapters/node/dns.ts): whatever a run asks beyond it waits
+ * there, in order.
  */
 const PREFETCH_PER_SLOT = 4;
 

@@ -21,6 +21,12 @@ export interface TestDnsServer {
   readonly address: string;
   /** Every question received, as `TYPE name`. */
   readonly questions: string[];
+  /**
+   * The most questions received and not yet answered at one time, since the start or the
+   * last reset: the queries a client had in flight (with `delayMs`, every answer waits).
+   */
+  mostUnanswered(): number;
+  resetMostUnanswered(): void;
   close(): Promise<void>;
 }
 
@@ -37,6 +43,12 @@ export async function startDnsServer(
 ): Promise<TestDnsServer> {
   const socket: Socket = createSocket('udp4');
   const questions: string[] = [];
+  let unanswered = 0;
+  let mostUnanswered = 0;
+  const answer = (response: Buffer, port: number, address: string) => {
+    unanswered--;
+    socket.send(response, port, address);
+  };
   socket.on('message', (message, remote) => {
     let query: dnsPacket.Packet;
     try {
@@ -70,8 +82,9 @@ export async function startDnsServer(
       questions: query.questions ?? [],
       answers,
     });
-    if (delayMs > 0) setTimeout(() => socket.send(response, remote.port, remote.address), delayMs);
-    else socket.send(response, remote.port, remote.address);
+    mostUnanswered = Math.max(mostUnanswered, ++unanswered);
+    if (delayMs > 0) setTimeout(() => answer(response, remote.port, remote.address), delayMs);
+    else answer(response, remote.port, remote.address);
   });
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
   // A batch asks hundreds of questions at once (MX lookups ahead, hosts' addresses for IP
@@ -83,6 +96,8 @@ export async function startDnsServer(
   return {
     address: `127.0.0.1:${port}`,
     questions,
+    mostUnanswered: () => mostUnanswered,
+    resetMostUnanswered: () => void (mostUnanswered = unanswered),
     close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
   };
 }

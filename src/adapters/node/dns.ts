@@ -1,10 +1,22 @@
 import { getServers, Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { raceAbort } from '../../dns/abortable.js';
+import { Fifo } from '../../fifo.js';
 import type { Dns, DnsFailureCode, MxAnswer, MxHost } from '../../ports/dns.js';
 
 /** Default deadline of one MX lookup, implicit-MX fallback included. */
 export const DNS_DEADLINE_MS = 5_000;
+
+/**
+ * Default of maxQueriesInFlight. Answers wait in the resolver's UDP socket until the process
+ * reads them, and a busy process reads late: Linux's default receive buffer (208 KB) holds
+ * 256 datagrams of 100 bytes, and the kernel drops the rest (RcvbufErrors in /proc/net/snmp),
+ * each a lost answer that holds its lookup until c-ares gives up on it. verifyMany had 250
+ * queries in flight (a domain's MX for each of 50 slots and 200 lookups ahead), and 500 with
+ * an IP filter (each domain then asks A and AAAA of its host after its MX): on a loaded
+ * 2-core machine, bench/filter-batch.ts lost answers and a 150 ms job took 1.1 s.
+ */
+export const DNS_MAX_QUERIES_IN_FLIGHT = 200;
 
 export interface NodeDnsOptions {
   /** Name servers as `ip` or `ip:port` (`[v6]:port`); default: the system's. */
@@ -13,6 +25,12 @@ export interface NodeDnsOptions {
   readonly timeoutMs?: number;
   /** Tries per query inside the deadline. */
   readonly tries?: number;
+  /**
+   * Queries (an MX, an A, an AAAA question) sent and not yet answered, at most; the rest wait
+   * their turn, in the order they were asked, within their lookup's deadline. Default
+   * DNS_MAX_QUERIES_IN_FLIGHT (200).
+   */
+  readonly maxQueriesInFlight?: number;
 }
 
 /**
@@ -27,6 +45,12 @@ export function createNodeDns(options: NodeDnsOptions = {}): Dns {
   }
   if (!Number.isInteger(tries) || tries < 1) {
     throw new RangeError(`dnsOptions.tries must be a whole number from 1, got ${tries}`);
+  }
+  const maxInFlight = options.maxQueriesInFlight ?? DNS_MAX_QUERIES_IN_FLIGHT;
+  if (!Number.isInteger(maxInFlight) || maxInFlight < 1) {
+    throw new RangeError(
+      `dnsOptions.maxQueriesInFlight must be a whole number from 1, got ${maxInFlight}`,
+    );
   }
   const configured = options.servers !== undefined && options.servers.length > 0;
   const servers = configured ? [...options.servers] : getServers();
@@ -45,32 +69,82 @@ export function createNodeDns(options: NodeDnsOptions = {}): Dns {
   const resolver = new Resolver({ timeout: attemptMs(Math.max(1, servers.length)), tries });
   if (configured) resolver.setServers(servers);
 
+  const send = queryGate(maxInFlight);
   // Node runs c-ares with ARES_FLAG_NOCHECKRESP: a server's SERVFAIL, REFUSED or NOTIMP is
   // taken as the answer and the next server is never asked (measured on Node 20, c-ares
   // 1.34). A resolver does ask it: so do we, every server at once, each on its own channel.
   let oneEach: readonly Resolver[] | undefined;
-  const ask: Ask = (query) =>
-    query(resolver).catch((error: unknown) => {
-      if (servers.length < 2 || !SERVER_FAILURES.has(errorCode(error))) throw error;
-      oneEach ??= resolver.getServers().map((server) => {
-        const single = new Resolver({ timeout: attemptMs(1), tries });
-        single.setServers([server]);
-        return single;
+  const askFor =
+    (lookup: Lookup): Ask =>
+    (query) =>
+      send(() => query(resolver), lookup).catch((error: unknown) => {
+        if (servers.length < 2 || !SERVER_FAILURES.has(errorCode(error))) throw error;
+        oneEach ??= resolver.getServers().map((server) => {
+          const single = new Resolver({ timeout: attemptMs(1), tries });
+          single.setServers([server]);
+          return single;
+        });
+        return firstAnswer(
+          oneEach.map((single) => send(() => query(single), lookup)),
+          error,
+        );
       });
-      return firstAnswer(oneEach.map(query), error);
-    });
   return {
     mx(domain, signal) {
-      return withDeadline(lookupMx(ask, domain), deadlineMs, signal, TIMEOUT);
+      const lookup: Lookup = { over: false };
+      return withDeadline(lookupMx(askFor(lookup), domain), deadlineMs, signal, TIMEOUT, lookup);
     },
     addresses(host, signal) {
-      return withDeadline(lookupAddresses(ask, host), deadlineMs, signal, NO_ADDRESSES);
+      const lookup: Lookup = { over: false };
+      const answer = lookupAddresses(askFor(lookup), host);
+      return withDeadline(answer, deadlineMs, signal, NO_ADDRESSES, lookup);
     },
   };
 }
 
 /** Runs one c-ares query, with another server's answer when the first server fails. */
 type Ask = <T>(query: (resolver: Resolver) => Promise<T>) => Promise<T>;
+
+/** One lookup's state: `over` once its caller has an answer (records, the deadline's, an abort). */
+interface Lookup {
+  over: boolean;
+}
+
+/**
+ * Sends queries at most `limit` at once (maxQueriesInFlight); the rest wait, in the order they
+ * were asked. A query whose lookup is over by its turn is not sent: no one waits for its
+ * answer, and a backlog behind a silent server would otherwise be sent after every deadline.
+ */
+function queryGate(limit: number): <T>(query: () => Promise<T>, lookup: Lookup) => Promise<T> {
+  let inFlight = 0;
+  const waiting = new Fifo<() => void>();
+  const release = () => {
+    inFlight--;
+    while (inFlight < limit && waiting.size > 0) (waiting.shift() as () => void)();
+  };
+  return <T>(query: () => Promise<T>, lookup: Lookup): Promise<T> => {
+    const start = (): Promise<T> => {
+      if (lookup.over) return Promise.reject(LOOKUP_OVER);
+      inFlight++;
+      let sent: Promise<T>;
+      try {
+        sent = query();
+      } catch (error) {
+        sent = Promise.reject(error as Error);
+      }
+      return sent.finally(release);
+    };
+    if (inFlight < limit) return start();
+    return new Promise<T>((resolve, reject) => {
+      waiting.push(() => void start().then(resolve, reject));
+    });
+  };
+}
+
+/** What a query not sent rejects with: its lookup already answered (as a timeout, mostly). */
+const LOOKUP_OVER = Object.assign(new Error('The lookup was over before its query was sent'), {
+  code: 'ECANCELLED',
+});
 
 /** Answers of a server that could not say: another server may. */
 const SERVER_FAILURES: ReadonlySet<string> = new Set([
@@ -191,19 +265,29 @@ function errorCode(error: unknown): string {
     : 'EUNKNOWN';
 }
 
-/** The lookup, or the timeout answer at the deadline, or the caller's abort. */
+/**
+ * The lookup, or the timeout answer at the deadline, or the caller's abort; whichever comes
+ * first makes the lookup `over`.
+ */
 function withDeadline<T>(
-  lookup: Promise<T>,
+  answer: Promise<T>,
   deadlineMs: number,
   signal: AbortSignal | undefined,
   onTimeout: T,
+  lookup: Lookup,
 ): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<T>((resolve) => {
     timer = setTimeout(() => resolve(onTimeout), Math.min(deadlineMs, MAX_TIMER_MS));
   });
-  const answer = Promise.race([lookup, deadline]).finally(() => clearTimeout(timer));
-  return raceAbort(answer, signal);
+  const first = Promise.race([answer, deadline]).finally(() => {
+    lookup.over = true;
+    clearTimeout(timer);
+  });
+  const answered = raceAbort(first, signal);
+  // An abort answers the caller too: the lookup's queries not yet sent never will be.
+  answered.catch(() => void (lookup.over = true));
+  return answered;
 }
 
 const TIMEOUT: MxAnswer = Object.freeze({ kind: 'failure', code: 'timeout' });
