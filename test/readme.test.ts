@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, parseAddress, SMTP_FINDINGS, type ProbeClass } from '../src/index.js';
 import { DISPOSABLE_COUNT } from '../src/data/generated/disposable.js';
@@ -22,6 +23,12 @@ import { createMemoryStore } from '../src/store/memory-store.js';
 import { createManualClock, createMemoryDns, createMemorySmtp } from '../src/testing.js';
 import { runShell, startProcess, startServe, type CliProcess } from './helpers/cli.js';
 import { freePort } from './helpers/ports.js';
+import { pause } from './helpers/waiting.js';
+import {
+  startWebhookReceiver,
+  type WebhookAnswer,
+  type WebhookHit,
+} from './helpers/webhook-receiver.js';
 import { blockAfter, commandKey, readmeCommands } from './helpers/readme.js';
 import { redisAvailable } from './helpers/redis-server.js';
 
@@ -206,6 +213,8 @@ describe('README examples', () => {
  * - servers the README assumes (`serve` on 127.0.0.1:8080, Redis at 10.0.0.5:6379) are
  *   started by the test, and their real URLs and the key they print replace the README's;
  * - processes that would ask DNS run `--offline`: no query leaves this machine;
+ * - a `serve` that delivers webhooks to the test's receiver, on loopback, runs
+ *   `--allow-private-networks`;
  * - the files a command reads (`list.txt`, `list.csv`) are written by the test first.
  */
 type Handling = { readonly run: string } | { readonly ci: string } | { readonly not: string };
@@ -240,6 +249,23 @@ const HANDLING: ReadonlyMap<string, Handling> = new Map<string, Handling>([
   ],
   ['mailverdict filters list --type domain --page 1 --json', { run: 'admin' }],
   ['mailverdict filters rm flt_...', { run: 'admin' }],
+  ['mailverdict credits balance --json', { run: 'admin' }],
+  ['mailverdict credits ledger --limit 20', { run: 'admin' }],
+  ['mailverdict webhooks list --failed', { run: 'admin' }],
+  ['mailverdict webhooks redeliver batch_...', { run: 'admin' }],
+  ['mailverdict webhooks secret', { run: 'admin' }],
+  ['mailverdict webhooks rotate', { run: 'admin' }],
+  [
+    'export MAILVERDICT_WEBHOOK_SECRET=$(mailverdict webhooks secret --db mailverdict.db)',
+    { run: 'admin' },
+  ],
+  [
+    'mailverdict accounts create --email billing@example.com --plan starter --credits 500',
+    { run: 'admin' },
+  ],
+  ['mailverdict accounts list', { run: 'admin' }],
+  ['mailverdict accounts plan professional --account acct_...', { run: 'admin' }],
+  ['mailverdict keys create --account acct_...', { run: 'admin' }],
   ['npm run bench', { ci: 'npm run bench' }],
   ['export MAILVERDICT_SERVER=http://127.0.0.1:8080', { run: 'through a server' }],
   ['export MAILVERDICT_API_KEY=mv_sk_...', { run: 'through a server' }],
@@ -522,46 +548,129 @@ describe('README shell commands', () => {
   it('the admin block: serve creates the account on the file, then each command works on it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailverdict-readme-admin-'));
     const env = { PATH: cliShim(dir) };
+    // It runs through the block: the webhook commands need a server that delivers.
     const serve = startLine(
-      substitute('mailverdict serve --db mailverdict.db', [/$/, ' --port 0 --offline']),
+      substitute('mailverdict serve --db mailverdict.db', [
+        /$/,
+        ' --port 0 --offline --allow-private-networks',
+      ]),
       dir,
       env,
     );
+    // The receiver of a job's webhook: it answers 410 (gone: no more attempts), then 204.
+    const answers: WebhookAnswer[] = [410];
+    const receiver = await startWebhookReceiver(() => answers.shift() ?? 204);
     try {
-      await keyAndUrl(serve);
+      const { key, url } = await keyAndUrl(serve);
+      const admin = async (shown: string, ...substitutions: [string, string][]) => {
+        const run = await runShell(substitute(shown, ...substitutions), { cwd: dir, env });
+        expect(run.code, `${shown}: ${run.stderr}`).toBe(0);
+        return run.stdout;
+      };
+      expect(await admin('mailverdict keys create --name deploy')).toMatch(/^mv_sk_\w+\n$/);
+      expect(
+        await admin('mailverdict keys create --public --trusted-domain shop.example.com'),
+      ).toMatch(/^mv_pk_\w+\n$/);
+      const keys = (await admin('mailverdict keys list --json'))
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { id: string; name: string | null });
+      const deploy = keys.find((found) => found.name === 'deploy')?.id as string;
+      expect(deploy).toMatch(/^key_/);
+      expect(
+        await admin('mailverdict keys rotate key_... --grace 3600', ['key_...', deploy]),
+      ).toMatch(/^mv_sk_\w+\n$/);
+      await admin('mailverdict keys revoke key_...', ['key_...', deploy]);
+      expect(await admin('mailverdict credits grant 5000 --note "invoice 42"')).toMatch(
+        /available 6000/,
+      );
+      await admin(
+        'mailverdict filters add spam.example --type domain --action block --reason "complaints"',
+      );
+      const page = JSON.parse(
+        await admin('mailverdict filters list --type domain --page 1 --json'),
+      ) as { filters: { id: string; value: string }[] };
+      expect(page.filters.map((filter) => filter.value)).toEqual(['spam.example']);
+      await admin('mailverdict filters rm flt_...', ['flt_...', page.filters[0]?.id as string]);
+      expect(JSON.parse(await admin('mailverdict credits balance --json'))).toMatchObject({
+        available: 6000,
+        reserved: 0,
+        used: 0,
+        total: 6000,
+      });
+      expect(await admin('mailverdict credits ledger --limit 20')).toMatch(
+        /\sgrant\s+5000\s+\+5000\s+\S+\s+invoice 42\n$/,
+      );
+
+      // A job whose webhook the receiver refuses for good; asked for again, it arrives.
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+      const submitted = await fetch(`${url}/v1/verify`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ emails: ['ann@example.org'], callback_url: receiver.url }),
+      });
+      const { id } = (await submitted.json()) as { id: string };
+      const webhookOf = async () =>
+        (
+          (await (await fetch(`${url}/v1/verify/${id}`, { headers })).json()) as {
+            webhook?: { status: string };
+          }
+        ).webhook;
+      for (let i = 0; i < 300 && (await webhookOf())?.status !== 'failed'; i++) await pause(100);
+      expect(await admin('mailverdict webhooks list --failed')).toMatch(
+        new RegExp(`^${id}\\s+failed\\s+1\\s+410\\s`, 'm'),
+      );
+      expect(
+        JSON.parse(await admin('mailverdict webhooks redeliver batch_...', ['batch_...', id])),
+      ).toMatchObject({ id, webhook: { status: 'pending', attempts: 0 } });
+      // Sent by the running serve, within its round.
+      for (let i = 0; i < 300 && (await webhookOf())?.status !== 'delivered'; i++) await pause(100);
+      expect(receiver.hits).toHaveLength(2);
+
+      // The secret the Batch jobs section exports verifies what the receiver got.
+      const exported = await runShell(
+        [
+          'set -e',
+          substitute(
+            'export MAILVERDICT_WEBHOOK_SECRET=$(mailverdict webhooks secret --db mailverdict.db)',
+          ),
+          'printf %s "$MAILVERDICT_WEBHOOK_SECRET"',
+        ].join('\n'),
+        { cwd: dir, env },
+      );
+      expect(exported.code, exported.stderr).toBe(0);
+      const secret = exported.stdout;
+      const delivery = receiver.hits[1] as WebhookHit;
+      expect(
+        new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>),
+      ).toMatchObject({ event: 'batch.completed', id });
+      expect(await admin('mailverdict webhooks secret')).toBe(`${secret}\n`);
+      const rotated = (await admin('mailverdict webhooks rotate')).trim();
+      expect(rotated).toMatch(/^whsec_/);
+      expect(rotated).not.toBe(secret);
+
+      const created = (
+        await admin(
+          'mailverdict accounts create --email billing@example.com --plan starter --credits 500',
+        )
+      ).trim();
+      expect(created).toMatch(/^acct_\w+$/);
+      expect(await admin('mailverdict accounts list')).toMatch(
+        new RegExp(`^${created}\\s+billing@example\\.com\\s+starter\\s+500\\s+0\\s+0\\s`, 'm'),
+      );
+      expect(
+        await admin('mailverdict accounts plan professional --account acct_...', [
+          'acct_...',
+          created,
+        ]),
+      ).toMatch(/professional plan/);
+      expect(
+        await admin('mailverdict keys create --account acct_...', ['acct_...', created]),
+      ).toMatch(/^mv_sk_\w+\n$/);
     } finally {
+      await receiver.close();
       expect(await serve.stop()).toBe(0);
     }
-    const admin = async (shown: string, ...substitutions: [string, string][]) => {
-      const run = await runShell(substitute(shown, ...substitutions), { cwd: dir, env });
-      expect(run.code, `${shown}: ${run.stderr}`).toBe(0);
-      return run.stdout;
-    };
-    expect(await admin('mailverdict keys create --name deploy')).toMatch(/^mv_sk_\w+\n$/);
-    expect(
-      await admin('mailverdict keys create --public --trusted-domain shop.example.com'),
-    ).toMatch(/^mv_pk_\w+\n$/);
-    const keys = (await admin('mailverdict keys list --json'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as { id: string; name: string | null });
-    const deploy = keys.find((key) => key.name === 'deploy')?.id as string;
-    expect(deploy).toMatch(/^key_/);
-    expect(
-      await admin('mailverdict keys rotate key_... --grace 3600', ['key_...', deploy]),
-    ).toMatch(/^mv_sk_\w+\n$/);
-    await admin('mailverdict keys revoke key_...', ['key_...', deploy]);
-    expect(await admin('mailverdict credits grant 5000 --note "invoice 42"')).toMatch(
-      /available 6000/,
-    );
-    await admin(
-      'mailverdict filters add spam.example --type domain --action block --reason "complaints"',
-    );
-    const page = JSON.parse(
-      await admin('mailverdict filters list --type domain --page 1 --json'),
-    ) as { filters: { id: string; value: string }[] };
-    expect(page.filters.map((filter) => filter.value)).toEqual(['spam.example']);
-    await admin('mailverdict filters rm flt_...', ['flt_...', page.filters[0]?.id as string]);
     rmSync(dir, { recursive: true, force: true });
   }, 300_000);
 
