@@ -352,6 +352,25 @@ const SLOTS: readonly Slot[] = [
     otherwise: when([fine, 'ok']),
   })),
   accountSlot('admin.holds', (w, id) => w.service.admin.holds(any(id))),
+  // admin: webhooks
+  accountSlot('admin.listWebhooks', (w, id) => w.service.admin.listWebhooks(any(id))),
+  {
+    entry: 'admin.listWebhooks',
+    field: 'query',
+    call: (w, v) => w.service.admin.listWebhooks(w.accountId, any(v)),
+    otherwise: when([[...ABSENT, ...OBJECTS], 'ok']),
+  },
+  ...(
+    [
+      ['failed', 'failed', [...ABSENT, 'true']],
+      ['limit', 'limit', ABSENT],
+    ] as const
+  ).map(([name, field, fine]) => ({
+    entry: 'admin.listWebhooks',
+    field,
+    call: (w: World, v: unknown) => w.service.admin.listWebhooks(w.accountId, { [name]: any(v) }),
+    otherwise: when([fine, 'ok']),
+  })),
   // admin: keys
   accountSlot('admin.createKey', (w, id) => w.service.admin.createKey(any(id))),
   {
@@ -496,7 +515,7 @@ const BATCH_SLOTS: readonly Slot[] = [
     call: (w, v) => batch(w, 'submitBatch', w.caller, BATCH, { requestId: v }),
     otherwise: when([[...ABSENT, ...STRINGS], 'ok']),
   },
-  ...(['batchStatus', 'batchResults'] as const).flatMap((entry) => [
+  ...(['batchStatus', 'batchResults', 'redeliverWebhook'] as const).flatMap((entry) => [
     ...callerSlots(`service.${entry}`, (w, c) => batch(w, entry, c, 'job_none')),
     {
       entry: `service.${entry}`,
