@@ -6,6 +6,7 @@ import { batchProbes } from '../../src/engine/probe-batcher.js';
 import type { ProbeClass } from '../../src/ports/smtp.js';
 import { createMemorySmtp } from '../../src/smtp/memory-smtp.js';
 import { createManualClock } from '../../src/testing.js';
+import { countingSmtp } from '../helpers/fakes.js';
 
 const dns = () =>
   createMemoryDns({
@@ -226,5 +227,24 @@ describe('verifyMany', () => {
         void _;
     };
     await expect(run()).rejects.toThrow('stop');
+  });
+});
+
+describe('smtp method: one session for a domain in verifyMany', () => {
+  it("a domain's addresses reach the prober as one probe, even when every slice is spent at once", async () => {
+    const addresses = Array.from({ length: 45 }, (_, i) => `u${i}@example.org`);
+    const mailboxes = Object.fromEntries(
+      addresses.map((address) => [address, 'accepted' as const]),
+    );
+    const smtp = countingSmtp(createMemorySmtp({ mailboxes }));
+    const engine = createEngine({ dns: dns(), smtp });
+    let verified = 0;
+    // sliceMs 0: the run yields at every clock reading, as on a machine too busy for a slice.
+    for await (const { verdict } of engine.verifyMany(addresses, { method: 'smtp', sliceMs: 0 })) {
+      if (verdict.state === 'deliverable') verified++;
+    }
+    expect(verified).toBe(45);
+    expect(smtp.calls).toHaveLength(1);
+    expect(smtp.calls[0]?.split(',')).toHaveLength(45);
   });
 });
