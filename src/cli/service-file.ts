@@ -46,15 +46,31 @@ export async function openService(flags: FileFlags, parts: ServiceParts = {}): P
   const batch =
     parts.sliceMs === undefined ? parts.batch : { ...parts.batch, sliceMs: parts.sliceMs };
   // The engine's observer is the service's too: verdicts, DNS, SMTP and batch progress alike.
+  const engine = parts.engine ?? { offline: true };
   return createService({
     engine: createEngine({
-      ...(parts.engine ?? { offline: true }),
+      ...engine,
       ...optional('observer', parts.observer),
+      ...(parts.logger === undefined ? {} : warningsTo(parts.logger, engine)),
     }),
     store,
     ...optional('batch', batch),
     ...optional('logger', parts.logger),
   });
+}
+
+/**
+ * The engine's warnings (a resolver that lies, SMTP probes without a HELO name or sender) as
+ * warn lines of the process's log: serve and worker write JSON lines on stderr, and a plain
+ * `mailverdict: warning:` line among them would break whatever reads them. Options that name
+ * their own handler keep it.
+ */
+function warningsTo(logger: Logger, engine: EngineOptions): EngineOptions {
+  const warn = (event: string) => (message: string) => logger.warn({ event }, message);
+  return {
+    onWarning: engine.onWarning ?? warn('dns.warning'),
+    smtpOptions: { onWarning: warn('smtp.warning'), ...engine.smtpOptions },
+  };
 }
 
 async function sqliteStore(path: string, sliceMs: number | undefined): Promise<Store> {

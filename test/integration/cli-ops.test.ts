@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, runInProcess, startCli } from '../helpers/cli.js';
+import { startDnsServer } from '../helpers/dns-server.js';
 import { jsonLines } from '../helpers/logger.js';
 import { redisAvailable, startRedisServer, type RedisTestServer } from '../helpers/redis-server.js';
 
@@ -87,6 +88,44 @@ describe('serve writes JSON lines on stderr', () => {
     // The key is on stdout alone, never in a log line.
     const key = /^mv_sk_\S+$/m.exec(serve.output())?.[0] as string;
     expect(JSON.stringify(lines)).not.toContain(key);
+  });
+
+  it("the engine's warnings are log lines too: a lying resolver is one warn line, nothing else on stderr", async () => {
+    // A resolver that denies every name, gmail.com included: the canary's warning. It went to
+    // stderr as a plain `mailverdict: warning: ...` line among the JSON ones.
+    const dns = await startDnsServer({}, { rcode: 'NXDOMAIN' });
+    try {
+      const serve = startCli([
+        'serve',
+        '--db',
+        join(dir, 'warning.db'),
+        '--port',
+        '0',
+        '--dns-server',
+        dns.address,
+      ]);
+      const key = (await serve.waitFor(/^mv_sk_\S+$/m))[0];
+      const url = (await serve.waitFor(/Listening on (http:\/\/\S+) /))[1] as string;
+      const answer = await fetch(`${url}/v1/verify?email=ann@nowhere-at-all.com&method=quick`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      expect(await answer.json()).toMatchObject({ state: 'risky', reason: 'no_connect' });
+      expect(await serve.stop()).toBe(0);
+      const stderr = serve
+        .output()
+        .split('\n')
+        .filter((line) => line !== '' && line !== key);
+      for (const line of stderr) expect(line, 'a line that is not JSON').toMatch(/^\{.*\}$/);
+      const warnings = jsonLines(serve.output()).filter((line) => line.event === 'dns.warning');
+      expect(warnings).toEqual([
+        expect.objectContaining({
+          level: 'warn',
+          msg: expect.stringContaining('it is not answering truthfully'),
+        }),
+      ]);
+    } finally {
+      await dns.close();
+    }
   });
 
   it('--log-level warn leaves out the info lines', async () => {
