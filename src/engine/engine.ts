@@ -197,6 +197,7 @@ export function buildEngine(options: EngineParts): Engine {
     cost: (name) => methodOf(name).cost,
     verifySync(address, verifyOptions = {}) {
       requireString(address, 'verifySync');
+      requireOptions(verifyOptions, 'verifySync');
       const method = methodOf(verifyOptions.method);
       if (dns.offline !== true || method.name === 'smtp') {
         throw new TypeError(
@@ -210,6 +211,7 @@ export function buildEngine(options: EngineParts): Engine {
     verify(address, verifyOptions = {}) {
       try {
         requireString(address, 'verify');
+        requireOptions(verifyOptions, 'verify');
         const method = probeable(methodOf(verifyOptions.method));
         const { signal, ipFilter } = verifyOptions;
         if (ipFilter !== undefined) requireIpFilter(ipFilter, 'verify');
@@ -222,6 +224,7 @@ export function buildEngine(options: EngineParts): Engine {
     },
     verifyMany(addresses, manyOptions = {}) {
       requireIterable(addresses);
+      requireOptions(manyOptions, 'verifyMany');
       const method = probeable(methodOf(manyOptions.method));
       // One call's options for every address: the run's signal, retry and filter, whose
       // answers the run keeps by domain.
@@ -299,6 +302,18 @@ function requireIpFilter(filter: unknown, caller: string): void {
   if (typeof (filter as Partial<IpFilter> | null)?.match !== 'function') {
     throw new TypeError(
       `${caller}'s ipFilter must be an object with a match(ips, signal) method, got ${describeType(filter)}`,
+    );
+  }
+}
+
+/**
+ * Options that are no object (null, a method name alone) would fail as a null dereference, or
+ * be ignored: say which call was given what.
+ */
+function requireOptions(options: unknown, caller: string): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new TypeError(
+      `${caller} expects its options as an object ({ method: 'quick' }, say), got ${describeType(options)}`,
     );
   }
 }

@@ -198,6 +198,25 @@ describe('engine.verify', () => {
     expect(() => engine.cost('x' as 'quick')).toThrow(TypeError);
   });
 
+  it('refuses options that are not an object with a TypeError naming the call, not a null dereference', async () => {
+    const { engine } = engineWithDns();
+    const offline = createEngine({ offline: true });
+    for (const options of [null, 'quick', 7, ['quick']]) {
+      const wrong = options as unknown as { method: 'quick' };
+      await expect(engine.verify('a@acme.io', wrong)).rejects.toThrow(
+        /^verify expects its options as an object/,
+      );
+      expect(() => offline.verifySync('a@acme.io', wrong)).toThrow(
+        /^verifySync expects its options as an object/,
+      );
+      expect(() => engine.verifyMany(['a@acme.io'], wrong)).toThrow(
+        /^verifyMany expects its options as an object/,
+      );
+    }
+    // Left out, or undefined, is the defaults.
+    expect((await engine.verify('a@acme.io', undefined)).method).toBe('standard');
+  });
+
   it('rejects with the abort reason when the signal is aborted', async () => {
     const { engine } = engineWithDns();
     const controller = new AbortController();
