@@ -51,7 +51,18 @@ export function resolveParseOptions(
 ): ResolvedParseOptions {
   // No allocation on the hot path: most calls pass nothing or a bare profile.
   if (options === undefined) return DEFAULT_PROFILE;
-  const base = PROFILES[options.profile ?? 'default'];
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`parse options must be an object ({ profile: 'rfc' }, say)`);
+  }
+  const name = options.profile ?? 'default';
+  // hasOwn, not an index alone: 'toString' must be as unknown as 'rfx', and an unknown name
+  // failed later as a read of undefined.
+  if (!Object.hasOwn(PROFILES, name)) {
+    throw new TypeError(
+      `Unknown parse profile ${JSON.stringify(name)}: expected one of ${Object.keys(PROFILES).join(', ')}`,
+    );
+  }
+  const base = PROFILES[name];
   if (
     options.allowQuotedLocal === undefined &&
     options.allowDomainLiteral === undefined &&

@@ -4,6 +4,7 @@ import {
   type ParseAddressOptions,
   type ParseResult,
 } from '../address/parse.js';
+import { resolveParseOptions } from '../address/options.js';
 import type { AddressFacts, CheckPorts, CheckResult, Checker } from '../checks/checker.js';
 import { syntaxFinding } from '../checks/syntax.js';
 import type { Clock } from '../ports/clock.js';
@@ -147,6 +148,9 @@ export function buildEngine(options: EngineParts): Engine {
     ...options.checkers,
   });
   const parseOptions = options.parse;
+  // A mistyped profile is a mistake of the engine's making, said now rather than by every
+  // verification it would have failed.
+  resolveParseOptions(parseOptions);
   const context: EngineContext = { ports, clock, parseOptions, paths: FindingPath.root() };
   const onVerdict = observer?.onVerdict?.bind(observer);
   // Without an observer the verifications run as they are: not even a call is added.

@@ -150,6 +150,19 @@ describe('parseAddress: default profile', () => {
     expect(() => parseAddress(42 as unknown as string)).toThrow(TypeError);
     expect(() => parseAddress(null as unknown as string)).toThrow(/got null/);
   });
+
+  it('throws a TypeError naming the profiles for an unknown profile or options that are no object', () => {
+    for (const profile of ['rfx', 'toString', '']) {
+      expect(() => parseAddress('a@example.com', { profile: profile as 'rfc' })).toThrow(
+        /^Unknown parse profile ".*": expected one of default, rfc$/,
+      );
+    }
+    for (const options of [null, 'rfc', 7]) {
+      expect(() => parseAddress('a@example.com', options as unknown as { profile: 'rfc' })).toThrow(
+        /^parse options must be an object/,
+      );
+    }
+  });
 });
 
 describe('parseAddress: options and rfc profile', () => {

@@ -217,6 +217,12 @@ describe('engine.verify', () => {
     expect((await engine.verify('a@acme.io', undefined)).method).toBe('standard');
   });
 
+  it('refuses an unknown parse profile when it is created, not at each verification', () => {
+    expect(() => createEngine({ offline: true, parse: { profile: 'rfx' as 'rfc' } })).toThrow(
+      /^Unknown parse profile "rfx"/,
+    );
+  });
+
   it('rejects with the abort reason when the signal is aborted', async () => {
     const { engine } = engineWithDns();
     const controller = new AbortController();
