@@ -123,7 +123,7 @@ describe('batch jobs over HTTP on SQLite', () => {
     expect(JSON.parse(hook.hits[0]?.body ?? '{}')).toMatchObject({ download_url: expected });
   });
 
-  it("lets the handler's own baseUrl win, and defaults to the request's origin", async () => {
+  it("lets the handler's own baseUrl win, and defaults to the address the server listens on", async () => {
     const store = createSqliteStore(dbPath());
     const withBase = await api(store, { handlerBaseUrl: 'https://edge.example.com/api' });
     const { key } = await account(withBase.service);
