@@ -1,6 +1,7 @@
 import type { RateCounter, Store } from '../../ports/store.js';
 import { sqliteAccounts } from './accounts.js';
 import { createSqliteBatchStore } from './batch-store.js';
+import { checkpointOffThread } from './checkpoints.js';
 import { guard } from './errors.js';
 import { sqliteFilters } from './filters.js';
 import { sqliteLedger, sweepHoldsEvery } from './ledger.js';
@@ -57,6 +58,8 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
   const db = guard(() =>
     openDatabase(path, options.busyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS, options.maxSizeBytes),
   );
+  // Checkpoints copy the WAL into the file with fsyncs: a worker thread's work once it grows.
+  const checkpoints = checkpointOffThread(db);
   const counters = new Map<string, RateCounter>();
   const rates = rateWindow(db);
   const stopSweeping = sweepEndedWindows(db, options.rateLimitSweepMs ?? RATE_LIMIT_SWEEP_MS);
@@ -101,6 +104,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       }
       stopSweeping();
       stopSweepingHolds();
+      await checkpoints.close();
       if (db.open) db.close();
     },
   };
