@@ -9,16 +9,61 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createHistogram } from 'node:perf_hooks';
 import { createEngine } from '../src/index.js';
 import { createMemoryStore, createService } from '../src/service.js';
 import { serve } from '../src/node.js';
 import { createSqliteStore } from '../src/sqlite.js';
 
 const mode = process.argv[2];
+/** How often the loop watch's timer asks to run. */
+const WATCH_INTERVAL_MS = 5;
+
+/**
+ * How late the event loop ran a timer asking every 5 ms, since the last question, and for the
+ * longest wait, the CPU time this process used meanwhile: near the wait, our own work (or its
+ * garbage collection) held the loop; far below it, the process was runnable and the shared
+ * machine ran something else.
+ */
+function watchLoop() {
+  const late = createHistogram();
+  let longest = { ms: 0, cpuMs: 0 };
+  let last = performance.now();
+  let lastCpu = process.cpuUsage();
+  setInterval(() => {
+    const at = performance.now();
+    const cpu = process.cpuUsage();
+    const ms = Math.max(0, at - last - WATCH_INTERVAL_MS);
+    late.record(Math.max(1, Math.round(ms * 1000)));
+    if (ms > longest.ms) {
+      longest = { ms, cpuMs: (cpu.user + cpu.system - lastCpu.user - lastCpu.system) / 1000 };
+    }
+    last = at;
+    lastCpu = cpu;
+  }, WATCH_INTERVAL_MS).unref();
+  return () => {
+    const answer = {
+      loopDelayP99Ms: late.percentile(99) / 1000,
+      loopDelayMaxMs: longest.ms,
+      loopDelayMaxCpuMs: longest.cpuMs,
+    };
+    late.reset();
+    longest = { ms: 0, cpuMs: 0 };
+    return answer;
+  };
+}
+
 // The parent asks for this process's CPU time around a run: CPU per request is what the server
 // costs, whatever else the shared machine is doing (requests/s moves with the load generator).
+// The availability bench asks, before and after each disturbance, for the resident memory and
+// the loop watch's figures since it last asked (the first question starts the watch).
+let loop: ReturnType<typeof watchLoop> | undefined;
 process.on('message', (message) => {
   if (message === 'cpu') process.send?.({ cpu: process.cpuUsage() });
+  if (message === 'loop') {
+    loop ??= watchLoop();
+    process.send?.({ rss: process.memoryUsage().rss, ...loop() });
+  }
 });
 /** Keys the load rotates through, so that none meets its plan's 300 a minute. */
 const KEYS = 1000;
@@ -57,7 +102,9 @@ if (mode === 'bare') {
   });
   const keys: string[] = [];
   for (let i = 0; i < KEYS; i++) keys.push((await service.admin.createKey(account.id)).secret);
-  const server = await serve(service, { onError: (error) => console.error(error) });
+  // argv[3]: serve options for this run (bench/availability.ts shortens the write timeout).
+  const extra = JSON.parse(process.argv[3] ?? '{}') as Record<string, unknown>;
+  const server = await serve(service, { onError: (error) => console.error(error), ...extra });
   process.send?.({ url: server.url, keys });
   process.on('disconnect', () => {
     void server
