@@ -11,6 +11,7 @@ import validator from 'validator';
 import { createEngine, parseAddress } from '../src/index.js';
 import { browserBundleSizes, printBundleSizes } from './bundle.js';
 import { generateCorpus } from './corpus.js';
+import { availabilityBench, printAvailabilityTable } from './availability.js';
 import { httpBench, printHttpTable } from './http.js';
 import { chargedThroughputBench, printChargedThroughputTable } from './charged-throughput.js';
 import { ipFilterBench, printIpFilterTable, printServiceTable, serviceBench } from './service.js';
@@ -186,3 +187,7 @@ printSmtpTable(await smtpBench());
 
 // HTTP: GET /v1/verify through mailverdict/node beside a bare node:http server (the ceiling).
 printHttpTable(await httpBench());
+
+// Other clients while a batch job, downloads and hostile bodies run: GET /v1/verify at a
+// steady rate from a process of its own, p50/p99 beside alone's (issue 21).
+printAvailabilityTable(await availabilityBench());

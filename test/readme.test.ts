@@ -306,6 +306,7 @@ const HANDLING: ReadonlyMap<string, Handling> = new Map<string, Handling>([
   ['npx tsx bench/typo.ts', { ci: 'npm run bench' }],
   ['npx tsx bench/scale.ts', { ci: 'npm run bench' }],
   ['npx tsx bench/filter-batch.ts', { ci: 'npm run bench' }],
+  ['npx tsx bench/availability.ts', { ci: 'npm run bench' }],
 ]);
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
@@ -379,7 +380,8 @@ describe('README shell commands', () => {
     }
     // What `npm run bench` runs, and what FC_SEED sets.
     const bench = readFileSync(join(REPO, 'bench/run.ts'), 'utf8');
-    for (const file of ['typo', 'scale', 'filter-batch']) expect(bench).toContain(`'./${file}.js'`);
+    for (const file of ['typo', 'scale', 'filter-batch', 'availability'])
+      expect(bench).toContain(`'./${file}.js'`);
     const fastCheck = readFileSync(join(REPO, 'test/helpers/fast-check.ts'), 'utf8');
     expect(fastCheck).toContain('process.env.FC_SEED');
   });
