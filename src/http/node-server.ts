@@ -24,6 +24,7 @@ import {
   type HandlerOptions,
   type ReplyHandler,
 } from './handler.js';
+import { discardInSlices } from './discard.js';
 import { MAX_BODY_BYTES } from './request-body.js';
 import { clientClosedRequest, errorReply, HttpError, type Reply } from './responses.js';
 import { rawPathname } from './routes.js';
@@ -261,7 +262,8 @@ function afterUnreadBody(
 }
 
 /**
- * Reads what is left of a request's body and throws it away; past `limit` bytes, hangs up.
+ * Reads what is left of a request's body and throws it away, a slice a turn; past `limit`
+ * bytes, hangs up.
  * Started before the answer is written: node would otherwise drain the body itself once the
  * answer is out, unbounded, and out of our sight.
  */
@@ -272,12 +274,11 @@ function discardRest(incoming: IncomingMessage, limit: number): void {
   if (!incoming.complete) discarding.add(socket);
   let discarded = 0;
   incoming.removeAllListeners('data');
-  incoming.on('data', (chunk: Buffer) => {
-    discarded += chunk.byteLength;
+  incoming.once('end', () => discarding.delete(socket));
+  discardInSlices(incoming, (bytes) => {
+    discarded += bytes;
     if (discarded > limit) socket.destroy();
   });
-  incoming.once('end', () => discarding.delete(socket));
-  incoming.resume();
 }
 
 /**
