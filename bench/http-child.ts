@@ -21,7 +21,8 @@ const WATCH_INTERVAL_MS = 5;
 
 /**
  * How late the event loop ran a timer asking every 5 ms, since the last question, and for the
- * longest wait, the CPU time this process used meanwhile: near the wait, our own work (or its
+ * longest wait, the CPU time this process used meanwhile (and the CPU it used in all, as a
+ * share of one core): near the wait, our own work (or its
  * garbage collection) held the loop; far below it, the process was runnable and the shared
  * machine ran something else.
  */
@@ -41,12 +42,18 @@ function watchLoop() {
     last = at;
     lastCpu = cpu;
   }, WATCH_INTERVAL_MS).unref();
+  let askedAt = performance.now();
+  let askedCpu = process.cpuUsage();
   return () => {
+    const cpu = process.cpuUsage(askedCpu);
     const answer = {
       loopDelayP99Ms: late.percentile(99) / 1000,
       loopDelayMaxMs: longest.ms,
       loopDelayMaxCpuMs: longest.cpuMs,
+      cpuShare: (cpu.user + cpu.system) / 1000 / (performance.now() - askedAt),
     };
+    askedAt = performance.now();
+    askedCpu = process.cpuUsage();
     late.reset();
     longest = { ms: 0, cpuMs: 0 };
     return answer;
