@@ -160,6 +160,13 @@ const KEY_TEXT = /^[\x21-\x7e]+$/;
  * ```
  */
 export function createClient(options: ClientOptions): Client {
+  // Plain JavaScript callers may pass anything: null failed as a read of null's baseUrl.
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(
+      'createClient expects its options as an object ({ baseUrl, apiKey }), got ' +
+        (options === null ? 'null' : typeof options),
+    );
+  }
   const baseUrl = apiBase(options.baseUrl);
   if (typeof options.apiKey !== 'string' || !KEY_TEXT.test(options.apiKey)) {
     throw new TypeError('apiKey must be the API key: printable characters, no spaces');

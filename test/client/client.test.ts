@@ -5,6 +5,7 @@ import {
   NetworkError,
   type BatchRecord,
   type BatchStatus,
+  type ClientOptions,
   type CompactResult,
   type DetailedField,
   type DetailedResult,
@@ -281,5 +282,13 @@ describe('mailverdict/client on loopback', () => {
     expect(() => createClient({ baseUrl: 'https://x', apiKey: 'k', maxRetries: -1 })).toThrow(
       TypeError,
     );
+  });
+
+  it('refuses options that are no object with a TypeError that says so, not a null dereference', () => {
+    for (const options of [null, undefined, 'https://x', 7]) {
+      expect(() => createClient(options as unknown as ClientOptions)).toThrow(
+        /^createClient expects its options as an object/,
+      );
+    }
   });
 });
