@@ -700,11 +700,30 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
       socket.destroy();
       return;
     }
-    socket.end(refusalOf(error.code));
-    // The client gets a moment to read the answer; a connection still open then is cut.
-    const linger = setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS);
-    linger.unref();
-    socket.once('close', () => clearTimeout(linger));
+    const refuse = () => {
+      if (!socket.writable) return;
+      socket.end(refusalOf(error.code));
+      // The client gets a moment to read the answer; a connection still open then is cut.
+      const linger = setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS);
+      linger.unref();
+      socket.once('close', () => clearTimeout(linger));
+    };
+    // Bytes that fail to parse after a whole request (pipelined, or trailing garbage) come
+    // while that request is still being answered: it is answered first, in order (RFC 9112
+    // 9.3.2), then the refusal. Written at once, the refusal took the answer's place and the
+    // request, charged, looked refused. A timeout is that request's own failure: its reader
+    // answers it (timedOut), and nothing waits.
+    const pending = [...(unfinished.get(socket) ?? [])];
+    if (pending.length === 0 || error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      refuse();
+      return;
+    }
+    let left = pending.length;
+    for (const answer of pending) {
+      answer.once('close', () => {
+        if (--left === 0) refuse();
+      });
+    }
   });
 
   const hostname = options.hostname ?? '127.0.0.1';

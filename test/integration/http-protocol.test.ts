@@ -76,6 +76,22 @@ describe('/v1 API protocol over loopback HTTP', () => {
     expect(answer).toContain('"plan":"enterprise"');
   });
 
+  it('answers a request before refusing the malformed bytes that follow it on the connection', async () => {
+    // The verification is charged; the bytes after it failed to parse while it ran, and the
+    // raw 400 for them was written first, so its answer was lost (and still charged).
+    const { secret: own } = await api.account();
+    const answer = await exchange(
+      `GET /v1/verify?email=bad..dots@example.com HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+        `Authorization: Bearer ${own}\r\n\r\nxx\r\n\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toContain('"reason":"invalid_email"');
+    // Then the refusal of what followed, and the connection closed.
+    expect(answer).toMatch(/HTTP\/1\.1 400 [\s\S]*"error":"invalid_request"/);
+    const account = await server.call('/v1/account', { headers: bearer(own) });
+    expect(account.body.credits).toMatchObject({ used: 2 });
+  });
+
   it('answers a request target that is no URL with the envelope', async () => {
     const answer = await exchange(
       `OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
