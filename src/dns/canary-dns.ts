@@ -38,7 +38,8 @@ const UNRELIABLE: MxAnswer = Object.freeze({ kind: 'failure', code: 'unreliable'
  * evidence, the resolver is checked once (then again only when the check expires): a name
  * that must exist has to resolve, and a random name must not. While it fails, NXDOMAIN and
  * implicit-MX answers become a failure (`unreliable`), never a verdict, and so do no-records
- * answers from a resolver that denies names. Record answers are passed through: a resolver
+ * answers from a resolver that denies names; a check that got no answer for any name that must
+ * exist (`unreachable`) has not seen the resolver truthful, and all three are a failure too. Record answers are passed through: a resolver
  * inventing MX records is not a failure this catches. The check costs nothing until a
  * suspicious answer arrives.
  */
@@ -138,7 +139,11 @@ export function createCanaryDns(inner: Dns, options: DnsCanaryOptions = {}): Dns
         return answer;
       }
       const checked = await currentHealth({ domain, answer });
-      if (checked.status !== 'lying') return answer;
+      if (checked.status === 'healthy') return answer;
+      // A resolver whose check got no answer for any name that must exist has not been seen
+      // truthful: a sandbox that drops queries in bursts and answers NXDOMAIN for the rest
+      // made 220 addresses of a job undeliverable. Its denials wait for a check it passes.
+      if (checked.status !== 'lying') return UNRELIABLE;
       // NODATA is a denial too, doubted only from a resolver that denies: a sandbox answering
       // NOERROR with nothing for every name made gmail.com undeliverable (no_mx). A resolver
       // that invents addresses for missing names hides nothing, so its NODATA stands.

@@ -69,14 +69,27 @@ describe('DNS canary', () => {
     expect(changes.map((c) => c.status)).toEqual(['lying', 'healthy']);
   });
 
-  it('calls an unreachable resolver unreachable, not lying', async () => {
+  it('calls an unreachable resolver unreachable, not lying, and takes none of its denials as evidence', async () => {
     const { dns, changes } = setup({
       'big-mail.test': { kind: 'failure', code: 'timeout' },
       'gone.test': { kind: 'nxdomain' },
     });
-    expect(await dns.mx('gone.test')).toEqual({ kind: 'nxdomain' });
+    // Its check got no answer for the name that must exist: not seen truthful (a sandbox
+    // dropping queries in bursts and denying the rest), so an NXDOMAIN is no verdict.
+    expect(await dns.mx('gone.test')).toEqual(UNRELIABLE);
     expect(dns.health?.().status).toBe('unreachable');
     expect(changes).toEqual([]);
+  });
+
+  it('takes denials as evidence again once an unreachable resolver answers its check', async () => {
+    const { dns, inner, advance } = setup({
+      'big-mail.test': { kind: 'failure', code: 'timeout' },
+    });
+    expect(await dns.mx('gone.test')).toEqual(UNRELIABLE);
+    inner.set('big-mail.test', ['mx.big-mail.test']);
+    advance(5_001);
+    expect(await dns.mx('gone.test')).toEqual({ kind: 'nxdomain' });
+    expect(dns.health?.().status).toBe('healthy');
   });
 
   it('shares one check among concurrent lookups', async () => {
