@@ -20,6 +20,36 @@
  */
 export const SLICE_MS = 5;
 
+/**
+ * A slice budget given as an option: milliseconds, 0 or more (`Infinity`: never yield), or the
+ * default when not given. NaN would never be spent and a negative one always: a RangeError
+ * naming the option instead.
+ */
+export function sliceMsOption(value: unknown, name: string): number {
+  if (value === undefined) return SLICE_MS;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
+    throw new RangeError(`${name} must be 0 or more milliseconds, got ${shown(value)}`);
+  }
+  return value;
+}
+
+/**
+ * A count given as an option (domains at once, addresses a domain, jobs at once): a whole
+ * number from 1, or the default when not given; anything else a RangeError naming it, not a
+ * run with a count nobody asked for.
+ */
+export function countOption(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a whole number from 1, got ${shown(value)}`);
+  }
+  return value;
+}
+
+function shown(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}
+
 /** When the current slice began: set whenever a waiting task is given its turn. */
 let sliceStartedAt = Number.NEGATIVE_INFINITY;
 const waiting: (() => void)[] = [];

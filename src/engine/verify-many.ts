@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { IpFilter } from '../ports/ip-filter.js';
 import { Fifo } from '../fifo.js';
-import { nextSlice, SLICE_MS, sliceSpent } from '../slices.js';
+import { countOption, nextSlice, sliceMsOption, sliceSpent } from '../slices.js';
 import type { MethodName } from './methods.js';
 import type { Verdict } from './verdict.js';
 
@@ -189,10 +189,18 @@ class VerifyManyRun implements VerifyManyIterator {
   ) {
     this.#verify = verify;
     this.#io = io;
-    this.#concurrency = positiveInteger(options.concurrency, VERIFY_MANY_CONCURRENCY);
-    this.#perDomain = positiveInteger(options.perDomain, VERIFY_MANY_PER_DOMAIN);
+    this.#concurrency = countOption(
+      options.concurrency,
+      'verifyMany concurrency',
+      VERIFY_MANY_CONCURRENCY,
+    );
+    this.#perDomain = countOption(
+      options.perDomain,
+      'verifyMany perDomain',
+      VERIFY_MANY_PER_DOMAIN,
+    );
     this.#lookahead = Math.max(MIN_LOOKAHEAD, this.#concurrency * this.#perDomain);
-    this.#sliceMs = options.sliceMs ?? SLICE_MS;
+    this.#sliceMs = sliceMsOption(options.sliceMs, 'verifyMany sliceMs');
     this.#signal = options.signal;
     // Every verification in flight listens to the caller's signal: thousands, by design.
     if (options.signal !== undefined) setMaxListeners(0, options.signal);
@@ -538,8 +546,4 @@ function readerOf(addresses: Iterable<string> | AsyncIterable<string>): Reader {
 /** The domain part as written, lower-cased: enough to keep one domain's addresses together. */
 function domainKey(address: string): string {
   return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
-}
-
-function positiveInteger(value: number | undefined, fallback: number): number {
-  return value === undefined || !Number.isFinite(value) ? fallback : Math.max(1, Math.floor(value));
 }

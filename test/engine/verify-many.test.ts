@@ -128,6 +128,30 @@ describe('verifyMany', () => {
     expect(most).toBeLessThanOrEqual(25 * 5);
   });
 
+  it('refuses a count or slice it cannot run with, naming the option, before reading anything', () => {
+    const read: string[] = [];
+    function* source() {
+      read.push('read');
+      yield 'a@b.org';
+    }
+    for (const concurrency of [0, -1, 1.5, Number.NaN, Infinity, '2', null]) {
+      expect(() => offline.verifyMany(source(), { concurrency } as never)).toThrow(
+        new RangeError(
+          `verifyMany concurrency must be a whole number from 1, got ${
+            typeof concurrency === 'string' ? '"2"' : String(concurrency)
+          }`,
+        ),
+      );
+    }
+    expect(() => offline.verifyMany(source(), { perDomain: 0 })).toThrow(/verifyMany perDomain/);
+    for (const sliceMs of [-1, Number.NaN]) {
+      expect(() => offline.verifyMany(source(), { sliceMs })).toThrow(
+        /verifyMany sliceMs must be 0 or more milliseconds/,
+      );
+    }
+    expect(read).toEqual([]);
+  });
+
   it('a non-string item is a TypeError naming its index, after the results before it', async () => {
     const results: number[] = [];
     const run = async () => {

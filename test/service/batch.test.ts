@@ -5,6 +5,7 @@ import type { Dns } from '../../src/ports/dns.js';
 import type { JobRecord, Store } from '../../src/ports/store.js';
 import type { JobWork } from '../../src/ports/batch-runner.js';
 import { createService } from '../../src/compose/service.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
 import { type Service } from '../../src/service/service.js';
 import {
   createManualClock,
@@ -604,5 +605,23 @@ describe.each(STORES)('batch jobs (%s)', (_name, makeStore) => {
     expect(new Set(settles.map((e) => e.ref)).size).toBe(200);
     expect(await store.balance(first.caller.accountId)).toMatchObject({ used: 200, reserved: 0 });
     expect(await store.listHolds(first.caller.accountId)).toEqual([]);
+  });
+});
+
+describe('batch options', () => {
+  it('refuses counts it cannot run with when the service is created, naming the option', () => {
+    for (const [option, value] of [
+      ['concurrency', 0],
+      ['perDomain', 2.5],
+      ['jobsAtOnce', -1],
+    ] as const) {
+      expect(() =>
+        createService({
+          engine: createEngine({ offline: true }),
+          store: createMemoryStore(),
+          batch: { [option]: value },
+        }),
+      ).toThrow(new RangeError(`batch.${option} must be a whole number from 1, got ${value}`));
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { VERIFY_MANY_CONCURRENCY, VERIFY_MANY_PER_DOMAIN } from '../../engine/verify-many.js';
-import { SLICE_MS } from '../../slices.js';
+import { countOption, sliceMsOption } from '../../slices.js';
 import type { JobRecord, WebhookMessage } from '../../ports/store.js';
 import type { WebhookSender } from '../../ports/webhook.js';
 import type { AccountRef } from '../auth.js';
@@ -155,7 +155,15 @@ export function createBatches(
     allowHttp: options.allowHttpCallbacks === true,
     allowPrivateNetworks: options.allowPrivateNetworks === true,
   };
-  const sliceMs = sliceMsOf(options.sliceMs);
+  // The options checked before anything starts: a bad one is a RangeError at creation.
+  const sliceMs = sliceMsOption(options.sliceMs, 'batch.sliceMs');
+  const concurrency = countOption(
+    options.concurrency,
+    'batch.concurrency',
+    VERIFY_MANY_CONCURRENCY,
+  );
+  const perDomain = countOption(options.perDomain, 'batch.perDomain', VERIFY_MANY_PER_DOMAIN);
+  const jobsAtOnce = countOption(options.jobsAtOnce, 'batch.jobsAtOnce', 2);
   const webhooks = createWebhookDispatcher(ctx, {
     sender:
       options.webhookSender ??
@@ -165,8 +173,8 @@ export function createBatches(
     timeoutMs: options.webhookTimeoutMs ?? WEBHOOK_TIMEOUT_MS,
   });
   const work = createJobWork(ctx, filters, {
-    concurrency: options.concurrency ?? VERIFY_MANY_CONCURRENCY,
-    perDomain: options.perDomain ?? VERIFY_MANY_PER_DOMAIN,
+    concurrency,
+    perDomain,
     holdTtlMs: options.holdTtlMs ?? BATCH_HOLD_TTL_MS,
     renewEveryMs: options.renewEveryMs ?? BATCH_RENEW_EVERY_MS,
     flushSize: options.flushSize ?? 256,
@@ -176,7 +184,7 @@ export function createBatches(
     baseUrl,
     webhooks,
   });
-  const runner = (options.runner ?? inProcessRunner({ jobsAtOnce: options.jobsAtOnce ?? 2 }))(work);
+  const runner = (options.runner ?? inProcessRunner({ jobsAtOnce }))(work);
   const submit = createSubmit(ctx, {
     baseUrl,
     callbackPolicy,
@@ -301,13 +309,4 @@ export function createBatches(
       purgeExpired: () => store.purgeJobs(clock.now()),
     },
   };
-}
-
-/** A slice budget: milliseconds, 0 or more (`Infinity`: never yield). */
-function sliceMsOf(value: number | undefined): number {
-  if (value === undefined) return SLICE_MS;
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
-    throw new RangeError(`batch.sliceMs must be 0 or more milliseconds, got ${String(value)}`);
-  }
-  return value;
 }
