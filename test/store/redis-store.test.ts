@@ -453,3 +453,40 @@ describe.runIf(server !== undefined)('redis store while Redis is down', () => {
     }
   }, 30_000);
 });
+
+describe.runIf(server !== undefined)('redis store while Redis is frozen', () => {
+  it('fails calls with a StoreError io after commandTimeoutMs, and each write lands whole or not at all', async () => {
+    const frozen = await startRedisServer();
+    let store: Store | undefined;
+    const pid = frozen.pid() as number;
+    try {
+      store = createRedisStore(frozen.url, { holdSweepMs: 0, commandTimeoutMs: 300 });
+      await store.insertAccount(account('acct_a'));
+      await store.applyLedger('acct_a', { kind: 'grant', ref: 'g', amount: 10 }, 1);
+      // A stopped process keeps its connections open and answers nothing (a partition alike).
+      process.kill(pid, 'SIGSTOP');
+      for (const call of [
+        () => (store as Store).balance('acct_a'),
+        () => (store as Store).applyLedger('acct_a', { kind: 'reserve', ref: 'r', amount: 1 }, 2),
+        () => (store as Store).rateCounter('minute', 60_000).hit('key_1'),
+      ]) {
+        await expect(call()).rejects.toMatchObject({ name: 'StoreError', code: 'io' });
+      }
+      process.kill(pid, 'SIGCONT');
+      // The reserve that timed out may have been applied once Redis ran again: asked again, it
+      // is there once, never twice, and the figures add up.
+      await store.applyLedger('acct_a', { kind: 'reserve', ref: 'r', amount: 1 }, 3);
+      expect((await store.ledgerEntries('acct_a')).map((entry) => entry.ref)).toEqual(['g', 'r']);
+      expect(await store.balance('acct_a')).toEqual({
+        available: 9,
+        reserved: 1,
+        used: 0,
+        total: 10,
+      });
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      await store?.close();
+      await frozen.close();
+    }
+  }, 30_000);
+});

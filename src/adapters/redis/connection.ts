@@ -201,5 +201,14 @@ function storeErrorOf(error: unknown): unknown {
     if (known !== undefined) return new StoreError(known[1], known[2], { cause: error });
     return new StoreError('io', `Redis refused a command: ${error.message}`, { cause: error });
   }
+  // ioredis's commandTimeout: Redis may still run the command once it answers again, and a
+  // write is one script or transaction, applied whole or not at all.
+  if (error.message === 'Command timed out') {
+    return new StoreError(
+      'io',
+      'Redis did not answer in time: a write may still be applied, whole, once it does.',
+      { cause: error },
+    );
+  }
   return new StoreError('io', `Redis is unreachable: ${error.message}`, { cause: error });
 }

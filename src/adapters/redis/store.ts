@@ -40,6 +40,14 @@ export interface RedisStoreOptions {
    * forgotten; also once when the store opens. Default 1 minute; 0 only at open.
    */
   readonly holdSweepMs?: number;
+  /**
+   * How long a command of the store's own connection waits for Redis's answer before the call
+   * fails with a StoreError `io`. A Redis that is frozen or cut off without the connection
+   * closing (a stopped process, a partition) otherwise holds every request until TCP gives up.
+   * Default 10 s, far above any one write (a 50,000-address job is one write of some 300 ms).
+   * Not applied to a client you pass: its own `commandTimeout` decides.
+   */
+  readonly commandTimeoutMs?: number;
 }
 
 export const REDIS_KEY_PREFIX = 'mv:';
@@ -49,6 +57,7 @@ export const REDIS_HOLD_SWEEP_MS = 60_000;
  * each time) a request fails within about a second while Redis is down, instead of hanging.
  */
 export const REDIS_MAX_RETRIES_PER_REQUEST = 2;
+export const REDIS_COMMAND_TIMEOUT_MS = 10_000;
 
 /**
  * The Store on Redis, for several API and worker processes that share one truth:
@@ -71,7 +80,10 @@ export const REDIS_MAX_RETRIES_PER_REQUEST = 2;
 export function createRedisStore(redis: string | Redis, options: RedisStoreOptions = {}): Store {
   const owned = typeof redis === 'string';
   const client = owned
-    ? new Redis(redis, { maxRetriesPerRequest: REDIS_MAX_RETRIES_PER_REQUEST })
+    ? new Redis(redis, {
+        maxRetriesPerRequest: REDIS_MAX_RETRIES_PER_REQUEST,
+        commandTimeout: commandTimeoutOf(options.commandTimeoutMs),
+      })
     : redis;
   // The store's calls report their own failures; the client's event would be a second report.
   if (owned) client.on('error', () => undefined);
@@ -426,4 +438,12 @@ function byAccount(members: readonly string[]): Map<string, string[]> {
     else names.push(name);
   }
   return grouped;
+}
+
+function commandTimeoutOf(ms: number | undefined): number {
+  if (ms === undefined) return REDIS_COMMAND_TIMEOUT_MS;
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
+    throw new RangeError(`commandTimeoutMs must be a positive number of ms, got ${String(ms)}`);
+  }
+  return ms;
 }
