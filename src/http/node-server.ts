@@ -712,9 +712,14 @@ export async function serve(service: Service, options: ServeOptions = {}): Promi
     // while that request is still being answered: it is answered first, in order (RFC 9112
     // 9.3.2), then the refusal. Written at once, the refusal took the answer's place and the
     // request, charged, looked refused. A timeout is that request's own failure: its reader
-    // answers it (timedOut), and nothing waits.
+    // answers it (timedOut), and nothing waits. Nor do bytes that fail inside a request's own
+    // body (a bad chunk size): that body never ends, so its answer would never come.
     const pending = [...(unfinished.get(socket) ?? [])];
-    if (pending.length === 0 || error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    if (
+      pending.length === 0 ||
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ||
+      pending.some((answer) => !answer.req.complete)
+    ) {
       refuse();
       return;
     }

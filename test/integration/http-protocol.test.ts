@@ -92,6 +92,16 @@ describe('/v1 API protocol over loopback HTTP', () => {
     expect(account.body.credits).toMatchObject({ used: 2 });
   });
 
+  it('refuses at once a malformed chunk inside a body, which never ends', async () => {
+    const { secret: own } = await api.account();
+    const answer = await exchange(
+      `POST /v1/verify HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${own}\r\n` +
+        `Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n` +
+        `5\r\n{"ema\r\nzz\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 400 [\s\S]*"error":"invalid_request"/);
+  });
+
   it('answers a request target that is no URL with the envelope', async () => {
     const answer = await exchange(
       `OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
