@@ -569,9 +569,11 @@ export function storeContract(
         expect((await store.rateCounter('different', 60_000).hit('k')).count).toBe(1);
       });
 
-      it.runIf(options.windowsOnStoreClock === true)(
-        'starts a new window when the old one ends (on the store clock)',
-        async () => {
+      // One behaviour, two clocks: a store whose windows end on its own server's clock (Redis's
+      // key expiry) cannot be moved by the test's fake Date, so it waits out a 1 s window; the
+      // others end theirs on the process's clock, which the test sets.
+      it('starts a new window when the old one ends', async () => {
+        if (options.windowsOnStoreClock === true) {
           const counter = store.rateCounter('window', 1_000);
           const before = Date.now();
           const first = await counter.hit('k');
@@ -582,23 +584,18 @@ export function storeContract(
           expect(second.count).toBe(2);
           await new Promise((resolve) => setTimeout(resolve, second.resetAt - Date.now() + 50));
           expect((await counter.hit('k')).count).toBe(1);
-        },
-      );
-
-      it.runIf(options.windowsOnStoreClock !== true)(
-        'starts a new window when the old one ends',
-        async () => {
-          vi.useFakeTimers({ toFake: ['Date'] });
-          vi.setSystemTime(1_700_000_000_000);
-          const counter = store.rateCounter('window', 60_000);
-          const first = await counter.hit('k');
-          expect(first).toEqual({ count: 1, resetAt: 1_700_000_060_000 });
-          vi.setSystemTime(1_700_000_059_999);
-          expect(await counter.hit('k')).toEqual({ count: 2, resetAt: 1_700_000_060_000 });
-          vi.setSystemTime(1_700_000_060_000);
-          expect((await counter.hit('k')).count).toBe(1);
-        },
-      );
+          return;
+        }
+        vi.useFakeTimers({ toFake: ['Date'] });
+        vi.setSystemTime(1_700_000_000_000);
+        const counter = store.rateCounter('window', 60_000);
+        const first = await counter.hit('k');
+        expect(first).toEqual({ count: 1, resetAt: 1_700_000_060_000 });
+        vi.setSystemTime(1_700_000_059_999);
+        expect(await counter.hit('k')).toEqual({ count: 2, resetAt: 1_700_000_060_000 });
+        vi.setSystemTime(1_700_000_060_000);
+        expect((await counter.hit('k')).count).toBe(1);
+      });
     });
 
     it('refuses to work once closed', async () => {
