@@ -195,6 +195,9 @@ const STORE_FAULTS: Readonly<Record<Exclude<StoreErrorCode, 'invalid' | 'not_fou
   readonly: 'The data store is read-only; nothing was written.',
   io: 'The data store could not be reached; nothing was written, and the request may be retried.',
   closed: 'The data store is closed; nothing was written.',
+  timeout:
+    'The data store did not answer in time; the change may still be applied: repeat the ' +
+    'request with the same Idempotency-Key to learn its outcome.',
   constraint: 'The data store refused the change; nothing was written.',
 };
 

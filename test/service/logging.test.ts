@@ -192,6 +192,32 @@ describe('the handler logger', () => {
     expect(((line?.fields.err as Error).cause as Error).message).toBe(IOREDIS_WORDS);
   });
 
+  it('a store that did not answer in time: the 500 says the change may still be applied', async () => {
+    const inner = createMemoryStore();
+    let failing = false;
+    const store: Store = {
+      ...inner,
+      async balance(accountId) {
+        if (failing) throw new StoreError('timeout', 'Redis did not answer in time');
+        return inner.balance(accountId);
+      },
+    };
+    const { service, accountId } = await setup({ store });
+    const { secret } = await service.admin.createKey(accountId);
+    const handler = createHandler(service);
+    failing = true;
+    const response = await handler(
+      new Request('http://127.0.0.1/v1/account', {
+        headers: { authorization: `Bearer ${secret}` },
+      }),
+    );
+    expect(response.status).toBe(500);
+    const body = (await response.json()) as { error: string; message: string };
+    expect(body.error).toBe('internal_error');
+    expect(body.message).toMatch(/did not answer in time; the change may still be applied/);
+    expect(body.message).not.toMatch(/nothing was written|Redis/);
+  });
+
   it('the access log names the route template, the key id and the client, never the key', async () => {
     const { service, logger, accountId } = await setup();
     const { secret, key } = await service.admin.createKey(accountId);

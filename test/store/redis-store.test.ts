@@ -470,7 +470,7 @@ describe.runIf(server !== undefined)('redis store while Redis is frozen', () => 
         () => (store as Store).applyLedger('acct_a', { kind: 'reserve', ref: 'r', amount: 1 }, 2),
         () => (store as Store).rateCounter('minute', 60_000).hit('key_1'),
       ]) {
-        await expect(call()).rejects.toMatchObject({ name: 'StoreError', code: 'io' });
+        await expect(call()).rejects.toMatchObject({ name: 'StoreError', code: 'timeout' });
       }
       process.kill(pid, 'SIGCONT');
       // The reserve that timed out may have been applied once Redis ran again: asked again, it

@@ -205,7 +205,7 @@ function storeErrorOf(error: unknown): unknown {
   // write is one script or transaction, applied whole or not at all.
   if (error.message === 'Command timed out') {
     return new StoreError(
-      'io',
+      'timeout',
       'Redis did not answer in time: a write may still be applied, whole, once it does.',
       { cause: error },
     );
