@@ -23,7 +23,10 @@ export type WebhookResponse =
       readonly kind: 'error';
       /** `forbidden_address`: the host resolves to an address the SSRF guard refuses. */
       readonly code: 'timeout' | 'connect' | 'dns' | 'forbidden_address' | 'aborted' | 'other';
+      /** In our words: the job's status shows it to the API's client. */
       readonly message: string;
+      /** The library's or the system's own words (`connect ECONNREFUSED ...`), for the log only. */
+      readonly detail?: string;
     };
 
 /**

@@ -59,7 +59,8 @@ export function createNodeWebhookSender(options: NodeWebhookOptions = {}): Webho
           return {
             kind: 'error',
             code: 'dns',
-            message: `${host} did not resolve: ${message(error)}`,
+            message: `${host} did not resolve.`,
+            detail: message(error),
           };
         }
       }
@@ -137,13 +138,15 @@ function post(
     });
     req.on('error', (error) => {
       const code = (error as NodeJS.ErrnoException).code;
+      const connect = code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EHOSTUNREACH';
       done({
         kind: 'error',
-        code:
-          code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EHOSTUNREACH'
-            ? 'connect'
-            : 'other',
-        message: message(error),
+        code: connect ? 'connect' : 'other',
+        // Node's words name addresses and TLS internals: the log's, not the API client's.
+        message: connect
+          ? 'The connection was refused or reset.'
+          : 'The request failed before an answer.',
+        detail: message(error),
       });
     });
     req.end(request.body);

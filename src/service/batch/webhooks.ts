@@ -177,6 +177,9 @@ export function createWebhookDispatcher(
         ...fields,
         status: lastStatus,
         error: lastError,
+        ...(response.kind === 'error' && response.detail !== undefined
+          ? { detail: response.detail }
+          : {}),
         next_attempt_at: final ? null : new Date(nextAttemptAt).toISOString(),
       },
       final
