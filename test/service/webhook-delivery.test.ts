@@ -179,7 +179,7 @@ describe.each(STORES)('webhook deliveries you can see and repeat (%s)', (_name, 
   it('a redelivery queued while an attempt is in flight stands: the attempt does not undo it', async () => {
     let answer: (response: WebhookResponse) => void = () => {};
     const inFlight = new Promise<WebhookResponse>((resolve) => (answer = resolve));
-    const { service, sender, caller } = await setup([status(500), inFlight]);
+    const { service, sender, caller, logger } = await setup([status(500), inFlight]);
     const created = await submit(service, caller, 'https://hooks.example.com/in');
     await service.batchWork.idle();
     await service.batchWork.deliverWebhooks();
@@ -201,6 +201,11 @@ describe.each(STORES)('webhook deliveries you can see and repeat (%s)', (_name, 
       attempts: 1,
       last_status: 200,
     });
+    // Its log says so, and counts it neither as a retry nor as a failure.
+    expect(logger.events('webhook.superseded')).toMatchObject([
+      { level: 'info', fields: { status: 500 } },
+    ]);
+    expect(logger.events('webhook.retrying')).toHaveLength(1);
   });
 
   it("lists the account's deliveries for an operator, the failed ones alone with failed", async () => {

@@ -1,5 +1,10 @@
 import { createHmac } from 'node:crypto';
-import type { JobCallbackPolicy, JobRecord, WebhookMessage } from '../../ports/store.js';
+import type {
+  JobCallbackPolicy,
+  JobRecord,
+  WebhookChanges,
+  WebhookMessage,
+} from '../../ports/store.js';
 import type { WebhookResponse, WebhookSender } from '../../ports/webhook.js';
 import type { ServiceContext } from '../context.js';
 
@@ -139,13 +144,27 @@ export function createWebhookDispatcher(
       attempt: attempts,
     };
     const lastStatus = response.kind === 'status' ? response.status : null;
-    // Written only while the lease holds: a redelivery queued during the attempt stands.
-    if (response.kind === 'status' && response.status >= 200 && response.status < 300) {
-      await store.updateWebhook(
-        message.id,
-        { status: 'delivered', attempts, nextAttemptAt: now, lastStatus, lastError: null },
-        leaseUntil,
+    /**
+     * Writes the attempt's outcome while its lease holds; false, and said at info, when a
+     * redelivery took the message meanwhile: then this outcome is no one's to count or report.
+     */
+    const recorded = async (changes: WebhookChanges): Promise<boolean> => {
+      if (await store.updateWebhook(message.id, changes, leaseUntil)) return true;
+      ctx.logger.info(
+        { event: 'webhook.superseded', ...fields, status: lastStatus },
+        'A webhook attempt ended after its message was queued again; its outcome is not kept',
       );
+      return false;
+    };
+    if (response.kind === 'status' && response.status >= 200 && response.status < 300) {
+      const delivered: WebhookChanges = {
+        status: 'delivered',
+        attempts,
+        nextAttemptAt: now,
+        lastStatus,
+        lastError: null,
+      };
+      if (!(await recorded(delivered))) return;
       ctx.observer?.onWebhook?.('delivered');
       ctx.logger.info(
         { event: 'webhook.delivered', ...fields, status: response.status },
@@ -165,11 +184,8 @@ export function createWebhookDispatcher(
       attempts > settings.retryScheduleMs.length;
     const delay = settings.retryScheduleMs[attempts - 1] ?? 0;
     const nextAttemptAt = final ? now : now + jittered(delay);
-    await store.updateWebhook(
-      message.id,
-      { status: final ? 'failed' : 'pending', attempts, nextAttemptAt, lastStatus, lastError },
-      leaseUntil,
-    );
+    const status = final ? 'failed' : 'pending';
+    if (!(await recorded({ status, attempts, nextAttemptAt, lastStatus, lastError }))) return;
     ctx.observer?.onWebhook?.(final ? 'failed' : 'retrying');
     ctx.logger.warn(
       {
