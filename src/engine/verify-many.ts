@@ -350,7 +350,8 @@ class VerifyManyRun implements VerifyManyIterator {
     const wholeGroup = this.#io.groupByDomain;
     let first = true;
     while (group.held < this.#perDomain && group.addresses.size > 0) {
-      // The clock is read for each piece of work; with I/O, only the first decides.
+      // Every piece of work counts towards the slice (the clock is read every
+      // WORK_PER_CLOCK_READ); with I/O, only the group's first may stop it.
       if (!this.#mayWork() && (!wholeGroup || first)) {
         if (!group.deferred) {
           group.deferred = true;

@@ -726,8 +726,10 @@ export const OPENAPI_DOCUMENT = {
               attempts: { ...count, description: 'Attempts since it was queued, or queued again.' },
               last_status: {
                 type: ['integer', 'null'],
+                // Any three digits: Node reads whatever status line a receiver sends (RFC 9110
+                // 15 defines 100-599, but a receiver may answer 799).
                 minimum: 100,
-                maximum: 599,
+                maximum: 999,
                 description: 'The HTTP status the last attempt was answered with.',
               },
               last_error: {
