@@ -49,3 +49,9 @@ export function table(header: readonly string[], rows: readonly (readonly string
       .trimEnd(),
   );
 }
+
+/** A time for a table: ISO 8601, or empty for none. */
+export const when = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString());
+
+/** A time as --json prints it: ISO 8601, or null, as the API's wire objects do. */
+export const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());

@@ -4,8 +4,7 @@ import { wholeNumber } from '../engine-options.js';
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
 import { line, type CliIo } from '../io.js';
 import { accountOf, storeName, withService, type FileFlags } from '../service-file.js';
-import { safeJson, table } from '../terminal.js';
-import { isoOrNull, when } from './admin.js';
+import { isoOrNull, safeJson, table, when } from '../terminal.js';
 
 export interface AccountCreateFlags extends Omit<FileFlags, 'account'> {
   readonly email: string;

@@ -5,14 +5,11 @@ import { wholeNumber } from '../engine-options.js';
 import { EXIT, UsageError, type ExitCode } from '../exit-codes.js';
 import { line, type CliIo } from '../io.js';
 import { accountOf, withService, type FileFlags } from '../service-file.js';
-import { safeJson, table } from '../terminal.js';
+import { isoOrNull, safeJson, table, when } from '../terminal.js';
 
 interface ListFlags extends FileFlags {
   readonly json?: boolean;
 }
-
-/** A time for a table: ISO 8601, or empty for none. */
-export const when = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString());
 
 function keyRow(key: KeyInfo): string[] {
   const state =
@@ -30,9 +27,6 @@ function keyRow(key: KeyInfo): string[] {
     when(key.createdAt),
   ];
 }
-
-/** A time as --json prints it: ISO 8601, or null. */
-export const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** A key as --json prints it: snake_case and ISO 8601 times, as the API's wire objects are. */
 function keyWire(key: KeyInfo): Record<string, unknown> {

@@ -2,8 +2,8 @@ import type { WebhookDelivery } from '../../service/service.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
 import { line, type CliIo } from '../io.js';
 import { accountOf, withService, type FileFlags } from '../service-file.js';
-import { safeJson, table } from '../terminal.js';
-import { isoOrNull, pageNumber, when } from './admin.js';
+import { isoOrNull, safeJson, table, when } from '../terminal.js';
+import { pageNumber } from './admin.js';
 
 export interface WebhookListFlags extends FileFlags {
   readonly failed?: boolean;
